@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// A demoStep is one part of `exporter demo`, registered by the file that
+// owns the capability. Steps run in order; each writes into dir and may
+// print a line about what it did.
+type demoStep struct {
+	order int
+	name  string
+	run   func(ctx context.Context, d *demoEnv) error
+}
+
+// demoEnv is what steps share.
+type demoEnv struct {
+	Dir   string // output folder
+	Serve bool   // false with --no-serve: steps must not block
+	Addr  string // listen address for the serving step
+}
+
+var demoSteps []demoStep
+
+func registerDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
+	demoSteps = append(demoSteps, demoStep{order, name, run})
+}
+
+func init() {
+	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, then serve the series until interrupted.")
+	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
+	noServe := cmd.Flag("no-serve", "Write the files and exit instead of serving /metrics.").Bool()
+	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()
+	cmd.Action(func(*kingpin.ParseContext) error {
+		out := *dir
+		if out == "" {
+			var err error
+			if out, err = os.MkdirTemp("", "envelope-demo-"); err != nil {
+				return err
+			}
+		} else if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		abs, _ := filepath.Abs(out)
+		fmt.Fprintf(stdout, "demo output folder: %s\n", abs)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		sort.SliceStable(demoSteps, func(i, j int) bool { return demoSteps[i].order < demoSteps[j].order })
+		env := &demoEnv{Dir: abs, Serve: !*noServe, Addr: *addr}
+		for _, s := range demoSteps {
+			if err := s.run(ctx, env); err != nil {
+				return fmt.Errorf("demo %s: %w", s.name, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,125 @@
+// Package k6 loads every result format k6 writes into one normalized run
+// model: the three summary JSON shapes, NDJSON (--out json) and CSV
+// (--out csv). Numbers equal k6's own: trend statistics from point streams
+// use k6's percentile formula over all samples.
+package k6
+
+import "time"
+
+// MetricType is k6's metric type.
+type MetricType string
+
+// The four k6 metric types.
+const (
+	Counter MetricType = "counter"
+	Gauge   MetricType = "gauge"
+	Rate    MetricType = "rate"
+	Trend   MetricType = "trend"
+)
+
+// ValueType is what a metric's values measure (k6's "contains").
+type ValueType string
+
+// k6's value types: time is milliseconds, data is bytes.
+const (
+	Default ValueType = "default"
+	Time    ValueType = "time"
+	Data    ValueType = "data"
+)
+
+// Format names the file format a run was read from.
+type Format string
+
+// Formats the loader detects from content.
+const (
+	FormatSummaryExport   Format = "summary-export"   // legacy --summary-export
+	FormatHandleSummary   Format = "handlesummary"    // legacy handleSummary(data)
+	FormatMachineReadable Format = "machine-readable" // summary v1.0.0
+	FormatNDJSON          Format = "ndjson"           // --out json
+	FormatCSV             Format = "csv"              // --out csv
+	FormatOTLP            Format = "otlp"             // --out opentelemetry
+)
+
+// Mode says how a run's statistics were produced.
+type Mode string
+
+// Statistic modes.
+const (
+	ModeSummary Mode = "summary" // copied from a k6 summary file
+	ModeExact   Mode = "exact"   // all samples held, k6's own formula
+	ModeSketch  Mode = "sketch"  // bounded-memory relative-error sketch
+)
+
+// Metric is one metric or sub-metric of a run with its end-of-test values.
+// Values use k6's stat names: count, rate (counters); passes, fails, rate
+// (rates: passes = non-zero samples); value, min, max (gauges); avg, min,
+// med, max, p(N), count (trends). Time values are milliseconds.
+type Metric struct {
+	Name       string            // full name, "http_req_duration{expected_response:true}" for a sub-metric
+	Parent     string            // base metric name ("http_req_duration"); equals Name for a metric
+	Tags       map[string]string // a sub-metric's selector tags; nil for a metric
+	Type       MetricType
+	Contains   ValueType
+	Values     map[string]float64
+	Thresholds map[string]bool // expression -> passed (ok); summary-export's inverted booleans are normalized
+	Mode       Mode
+}
+
+// Run is one k6 test run, normalized.
+type Run struct {
+	Source    string // file path as given, "-" for stdin
+	Format    Format
+	Mode      Mode
+	K6Version string    // when the file tells
+	Start     time.Time // zero when unknown (summary files)
+	End       time.Time
+	Duration  time.Duration // test duration: from state/config, or derived (count/rate), or End-Start
+	Metrics   map[string]*Metric
+
+	// GroupBy is the tag of Groups; Groups holds one metric set per tag value.
+	GroupBy string
+	Groups  map[string]map[string]*Metric
+
+	// Checks by name, from summaries' root_group or from check samples.
+	Checks map[string]Check
+
+	// Points are the samples of a point stream, kept only when asked
+	// (LoadOptions.KeepPoints); nil for summaries.
+	Points []Point
+
+	// Skipped counts bad lines skipped in lenient mode.
+	Skipped int
+}
+
+// Check is a k6 check's outcome counts.
+type Check struct {
+	Name   string
+	Path   string
+	Passes int64
+	Fails  int64
+}
+
+// Point is one sample of a k6 point stream (NDJSON Point line or CSV row).
+type Point struct {
+	Metric   string
+	Time     time.Time
+	Value    float64
+	Tags     map[string]string
+	Metadata map[string]string // vu, iter and user metadata; nil when absent
+}
+
+// MetricDef is a metric's definition from an NDJSON Metric line.
+type MetricDef struct {
+	Name       string
+	Type       MetricType
+	Contains   ValueType
+	Thresholds []string
+	Submetrics []SubmetricDef
+}
+
+// SubmetricDef is a sub-metric declared on a Metric line.
+type SubmetricDef struct {
+	Name   string // "http_req_duration{name:home}"
+	Suffix string // "name:home"
+	Tags   map[string]string
+}
