@@ -63,3 +63,116 @@ var (
 	IterationDuration = Desc{Name: "k6_iteration_duration_seconds", Type: HistogramType, Unit: "seconds",
 		Help: "k6 iteration duration.", Labels: []string{"testid", "scenario", "group"}, Source: "k6"}
 )
+
+// Envelope series: the envelope file's figures as gauges (exporter
+// --envelope), so dashboards draw the bands and rules can compare live
+// series with them. Every envelope series carries the envelope's name.
+// Latency bands carry the series they bound (`metric`, e.g.
+// k6_http_req_duration_seconds or k6_actor_get_seconds), the endpoint
+// (empty for the overall band), its selector tag and value when the
+// endpoint is a tag value of http_req_duration (`tag`, `value`), and the
+// percentile ("50", "95", "99").
+var (
+	EnvelopeLatencyLabels = []string{"envelope", "metric", "endpoint", "tag", "value", "percentile"}
+
+	EnvelopeInfo = Desc{Name: "envelope_info", Type: InfoType,
+		Help: "The loaded envelope: name, number of baseline runs and the tolerance window.", Labels: []string{"envelope", "runs", "window"}, Source: "envelope"}
+	EnvelopeThroughputMin = Desc{Name: "envelope_throughput_min_requests_per_second", Type: GaugeType, Unit: "requests per second",
+		Help: "Lowest per-run http_reqs rate of the baseline runs (throughput.min).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeThroughputMax = Desc{Name: "envelope_throughput_max_requests_per_second", Type: GaugeType, Unit: "requests per second",
+		Help: "Highest per-run http_reqs rate of the baseline runs (throughput.max).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeThroughputMean = Desc{Name: "envelope_throughput_mean_requests_per_second", Type: GaugeType, Unit: "requests per second",
+		Help: "Mean per-run http_reqs rate of the baseline runs (throughput.mean).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeThroughputFloor = Desc{Name: "envelope_throughput_floor_requests_per_second", Type: GaugeType, Unit: "requests per second",
+		Help: "Throughput alert floor: throughput.min lowered by tolerance.throughput_drop.", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeIterationsMin = Desc{Name: "envelope_iterations_min_per_second", Type: GaugeType, Unit: "iterations per second",
+		Help: "Lowest per-run iterations rate of the baseline runs (iterations.min).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeIterationsMax = Desc{Name: "envelope_iterations_max_per_second", Type: GaugeType, Unit: "iterations per second",
+		Help: "Highest per-run iterations rate of the baseline runs (iterations.max).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeThroughputCV = Desc{Name: "envelope_throughput_cv_ratio", Type: GaugeType, Unit: "ratio",
+		Help: "Coefficient of variation of the per-run throughput across the baseline runs (throughput.cv).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeThroughputCVMax = Desc{Name: "envelope_throughput_cv_max_ratio", Type: GaugeType, Unit: "ratio",
+		Help: "Upper bound on the live throughput CV (tolerance.max_cv).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeLatencyMin = Desc{Name: "envelope_latency_min_seconds", Type: GaugeType, Unit: "seconds",
+		Help: "Lower edge of a latency band: the lowest per-run percentile of the baseline runs.", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+	EnvelopeLatencyMax = Desc{Name: "envelope_latency_max_seconds", Type: GaugeType, Unit: "seconds",
+		Help: "Upper edge of a latency band: the highest per-run percentile of the baseline runs.", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+	EnvelopeLatencyThreshold = Desc{Name: "envelope_latency_threshold_seconds", Type: GaugeType, Unit: "seconds",
+		Help: "Latency alert threshold: the band's upper edge raised by tolerance.latency_rise (also a classic bucket bound).", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+	EnvelopeErrorRatio = Desc{Name: "envelope_error_ratio", Type: GaugeType, Unit: "ratio",
+		Help: "Failed-request ratio observed across the baseline runs (errors.rate).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeErrorBudget = Desc{Name: "envelope_error_budget_ratio", Type: GaugeType, Unit: "ratio",
+		Help: "Failed-request ratio allowed before alerting (tolerance.error_ratio; 0 means any failure alerts).", Labels: []string{"envelope"}, Source: "envelope"}
+	EnvelopeEndpointShare = Desc{Name: "envelope_endpoint_share_ratio", Type: GaugeType, Unit: "ratio",
+		Help: "Share of all requests an endpoint took in the baseline runs.", Labels: []string{"envelope", "metric", "endpoint", "tag", "value"}, Source: "envelope"}
+)
+
+// Exporter self-metrics.
+var (
+	ExporterPointsIngested = Desc{Name: "envelope_exporter_points_ingested_total", Type: CounterType, Unit: "points",
+		Help: "k6 samples ingested, by input (ndjson, results, otlp).", Labels: []string{"source"}, Source: "exporter"}
+	ExporterBadLines = Desc{Name: "envelope_exporter_bad_lines_total", Type: CounterType, Unit: "lines",
+		Help: "Malformed k6 input skipped, by input and reason.", Labels: []string{"source", "reason"}, Source: "exporter"}
+	ExporterIngestLag = Desc{Name: "envelope_exporter_ingest_lag_seconds", Type: GaugeType, Unit: "seconds",
+		Help: "Time between the newest live sample's k6 timestamp and its ingestion.", Labels: []string{"source"}, Source: "exporter"}
+	ExporterLastPoint = Desc{Name: "envelope_exporter_last_point_timestamp_seconds", Type: GaugeType, Unit: "seconds",
+		Help: "k6 timestamp of the newest sample ingested, by input.", Labels: []string{"source"}, Source: "exporter"}
+	ExporterOTLPRequests = Desc{Name: "envelope_exporter_otlp_requests_total", Type: CounterType, Unit: "requests",
+		Help: "OTLP export requests received on /v1/metrics, by outcome (ok, bad_request, too_large, unsupported_media_type, method_not_allowed).", Labels: []string{"outcome"}, Source: "exporter"}
+	ExporterSeries = Desc{Name: "envelope_exporter_series", Type: GaugeType, Unit: "series",
+		Help: "k6 label sets currently held.", Source: "exporter"}
+	ExporterSeriesLimit = Desc{Name: "envelope_exporter_series_limit", Type: GaugeType, Unit: "series",
+		Help: "Maximum k6 label sets held (--k6.series-limit); 0 means no limit.", Source: "exporter"}
+	ExporterSeriesOverflow = Desc{Name: "envelope_exporter_series_overflow_total", Type: CounterType, Unit: "points",
+		Help: "k6 samples dropped because their label set would exceed the series limit.", Source: "exporter"}
+	ExporterFollowReopens = Desc{Name: "envelope_exporter_follow_reopens_total", Type: CounterType, Unit: "reopens",
+		Help: "Times the followed NDJSON file was reopened after truncation or rotation.", Source: "exporter"}
+	ExporterOTLPPushErrors = Desc{Name: "envelope_exporter_otlp_push_errors_total", Type: CounterType, Unit: "errors",
+		Help: "Failed pushes to the OpenTelemetry collector (--otlp.push-endpoint).", Source: "exporter"}
+	ExporterBuildInfo = Desc{Name: "envelope_exporter_build_info", Type: InfoType,
+		Help:   "A metric with a constant '1' value labeled by version, revision, branch, goversion from which envelope_exporter was built, and the goos and goarch for the build.",
+		Labels: []string{"version", "revision", "branch", "goversion", "goos", "goarch", "tags"}, Source: "exporter"}
+)
+
+// k6Series lists the k6 series with a fixed name (custom trends get
+// theirs from SeriesName).
+var k6Series = []Desc{HTTPReqs, HTTPReqFailed, Iterations, DroppedIterations, Checks, VUs, VUsMax,
+	DataSent, DataReceived, HTTPReqDuration, IterationDuration}
+
+var envelopeSeries = []Desc{EnvelopeInfo, EnvelopeThroughputMin, EnvelopeThroughputMax, EnvelopeThroughputMean,
+	EnvelopeThroughputFloor, EnvelopeIterationsMin, EnvelopeIterationsMax, EnvelopeThroughputCV, EnvelopeThroughputCVMax,
+	EnvelopeLatencyMin, EnvelopeLatencyMax, EnvelopeLatencyThreshold, EnvelopeErrorRatio, EnvelopeErrorBudget,
+	EnvelopeEndpointShare}
+
+var exporterSeries = []Desc{ExporterPointsIngested, ExporterBadLines, ExporterIngestLag, ExporterLastPoint,
+	ExporterOTLPRequests, ExporterSeries, ExporterSeriesLimit, ExporterSeriesOverflow, ExporterFollowReopens,
+	ExporterOTLPPushErrors, ExporterBuildInfo}
+
+// registered holds descriptors other files of this package add in init
+// (the ECS and CloudWatch series) through Register.
+var registered []Desc
+
+// Register adds descriptors to All. Call it from an init function in this
+// package; names must be unique.
+func Register(d ...Desc) { registered = append(registered, d...) }
+
+// All lists every fixed-name descriptor: k6, envelope, exporter, then
+// registered ones, each group in declaration order.
+func All() []Desc {
+	var out []Desc
+	out = append(out, k6Series...)
+	out = append(out, envelopeSeries...)
+	out = append(out, exporterSeries...)
+	out = append(out, registered...)
+	return out
+}
+
+// Lookup finds a descriptor by series name.
+func Lookup(name string) (Desc, bool) {
+	for _, d := range All() {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Desc{}, false
+}

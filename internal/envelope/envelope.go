@@ -36,7 +36,10 @@ type Envelope struct {
 
 // Provenance says where the envelope came from.
 type Provenance struct {
-	GeneratedAt time.Time `json:"generated_at" yaml:"generated_at"`
+	// GeneratedAt is when the runs ended, as the sources tell (never the
+	// clock, so regenerating is byte-stable); absent when no source
+	// carries a time, as summary exports don't.
+	GeneratedAt time.Time `json:"generated_at,omitzero" yaml:"generated_at,omitempty"`
 	Sources     []Source  `json:"sources" yaml:"sources"`
 	Workload    Workload  `json:"workload" yaml:"workload"`
 	SkipWarmup  string    `json:"skip_warmup,omitempty" yaml:"skip_warmup,omitempty"` // Go duration

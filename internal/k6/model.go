@@ -89,6 +89,13 @@ type Run struct {
 
 	// Skipped counts bad lines skipped in lenient mode.
 	Skipped int
+
+	// TrendSamples is how many trend samples a point stream had (in the
+	// window); HeldBytes is the memory its trend statistics needed: the
+	// samples themselves in exact mode, the sketches' buckets in sketch
+	// mode.
+	TrendSamples int64
+	HeldBytes    int64
 }
 
 // Check is a k6 check's outcome counts.

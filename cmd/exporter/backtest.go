@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/backtest"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/rules"
+)
+
+func init() {
+	cmd := app.Command("backtest", "Evaluate rule files with Prometheus's rule engine over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
+	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
+	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
+	format := cmd.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	sel := cmd.Flag("exporter-selector", "Labels of the synthetic up series.").Default(rules.DefaultOptions().ExporterSelector).String()
+	files := cmd.Arg("file", "k6 NDJSON run files (--out json, .gz allowed).").Required().ExistingFiles()
+	cmd.Action(func(*kingpin.ParseContext) error {
+		env, err := envelope.ReadFile(*envPath)
+		if err != nil {
+			return withCode(2, err)
+		}
+		rf, err := backtest.RuleFiles(*dir)
+		if err != nil {
+			return withCode(2, err)
+		}
+		rep := &backtest.Report{Runs: []backtest.Run{}}
+		for _, f := range *files {
+			r, err := backtest.File(context.Background(), env, rf, f, backtest.Options{ExporterSelector: *sel})
+			if err != nil {
+				return withCode(2, err)
+			}
+			rep.Runs = append(rep.Runs, *r)
+		}
+		if *format == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}
+		fmt.Fprint(stdout, rep.Text())
+		return nil
+	})
+}

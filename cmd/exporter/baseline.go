@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/report"
+)
+
+func init() {
+	cmd := app.Command("baseline", "Derive the baseline envelope from repeated k6 runs: throughput spread, p95/p99 bands, errors, endpoint bands, saturation verdict.")
+	name := cmd.Flag("name", "Name of the envelope.").Default("baseline").String()
+	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up (point files: --out json or csv).").Duration()
+	groupBy := cmd.Flag("group-by", "Tag whose values get endpoint bands, e.g. name (point files and tagged sub-metrics).").String()
+	opts := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the workload: VUs, executor, scenarios, duration.").ExistingFile()
+	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
+	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
+	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
+	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
+	cmd.Action(func(*kingpin.ParseContext) error {
+		// Point streams are summarized with the statistics the envelope
+		// reads (k6's default set lacks p(99)); summaries keep their own.
+		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
+			Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}}
+		// kingpin hands a bare "-" over as an empty string.
+		for i, f := range *files {
+			if f == "" {
+				(*files)[i] = "-"
+			}
+		}
+		in, err := envelope.ReadFiles(*files, lopts)
+		if err != nil {
+			return err
+		}
+		o := envelope.Options{Name: *name, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
+		if *opts != "" {
+			if o.Workload, err = envelope.ReadK6Options(*opts); err != nil {
+				return err
+			}
+		}
+		env, err := envelope.Compute(in, o)
+		if err != nil {
+			return err
+		}
+		log := logger()
+		for _, w := range env.Warnings {
+			log.Warn(w)
+		}
+		f := envelope.Format(*format)
+		if *out == "-" || *out == "" {
+			b, err := envelope.Marshal(env, f)
+			if err != nil {
+				return err
+			}
+			_, err = stdout.Write(b)
+			return err
+		}
+		if err := envelope.WriteFile(*out, env, f); err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, headline(env))
+		fmt.Fprintf(stdout, "envelope: %s\n", *out)
+		return nil
+	})
+
+	registerDemoStep(20, "baseline", func(_ context.Context, d *demoEnv) error {
+		env, err := demo.Envelope()
+		if err != nil {
+			return err
+		}
+		envPath := filepath.Join(d.Dir, "envelope.yaml")
+		if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
+			return err
+		}
+		mdPath := filepath.Join(d.Dir, "report.md")
+		if err := report.WriteEnvelopeReport(env, mdPath); err != nil {
+			return err
+		}
+		fmt.Fprint(stdout, headline(env))
+		fmt.Fprintf(stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+		return nil
+	})
+}
+
+// headline is the envelope in three lines, in the document's words.
+func headline(env *envelope.Envelope) string {
+	var b strings.Builder
+	t, l := env.Throughput, env.Latency
+	runs := "runs"
+	if t.N == 1 {
+		runs = "run"
+	}
+	fmt.Fprintf(&b, "throughput: mean %.1f req/s, %.2f–%.2f req/s across %d %s, CV %.2f%%\n", t.Mean, t.Min, t.Max, t.N, runs, 100*t.CV)
+	if l.P95.N > 0 {
+		fmt.Fprintf(&b, "latency: p95 %.1f–%.1f ms", l.P95.Min, l.P95.Max)
+		if l.P99.N > 0 {
+			fmt.Fprintf(&b, ", p99 %.1f–%.1f ms", l.P99.Min, l.P99.Max)
+		}
+		fmt.Fprintf(&b, ", mean of medians %.1f ms\n", l.Median.Mean)
+	}
+	fmt.Fprintf(&b, "errors: %d of %d requests failed; saturation: %s\n", env.Errors.Failed, env.Errors.Total, env.Saturation.Verdict)
+	return b.String()
+}

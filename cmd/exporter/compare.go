@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/compare"
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// compareStats are the trend stats compare reads from point files.
+var compareStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}
+
+func init() {
+	cmd := app.Command("compare", "Judge candidate runs against an envelope (exit 0: no regression, 1: regression, 2: bad input), or fit the Universal Scalability Law to runs at several load levels (--scaling).")
+	envPath := cmd.Flag("envelope", "Baseline envelope file.").ExistingFile()
+	tolerance := cmd.Flag("tolerance", "Override the envelope's tolerance: a latency rise and throughput drop (10%, 0.1), or latency=10%,throughput=5%,errors=0.1%.").String()
+	confidence := cmd.Flag("confidence", "Confidence of the intervals (default: the envelope's, else 0.95).").Float64()
+	method := cmd.Flag("method", "Interval method over runs.").Default("welch").Enum("welch", "bootstrap")
+	allow := cmd.Flag("allow-workload-change", "Accept candidates of another VU count or duration (a Phase 3 step).").Bool()
+	scaling := cmd.Flag("scaling", "Fit the USL to the runs instead of comparing with an envelope.").Bool()
+	levels := cmd.Flag("levels", "Load level of each FILE in order (default: each run's peak VUs), e.g. 10,20,50.").String()
+	unit := cmd.Flag("level-unit", "Unit of the levels, for the sentences and chart.").Default("VUs").String()
+	eff := cmd.Flag("efficiency", "Efficiency X(N)/(λN) below which throughput no longer scales linearly.").Default("0.8").Float64()
+	chartDir := cmd.Flag("chart-dir", "Folder for the scaling chart (light/ and dark/ PNGs); empty for none.").Default("charts").String()
+	format := cmd.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
+	cmd.Action(func(*kingpin.ParseContext) error {
+		// kingpin keeps values between parses (tests parse many times):
+		// leave the flags as a fresh parse would find them.
+		defer func() {
+			*envPath, *tolerance, *confidence, *method, *allow = "", "", 0, "welch", false
+			*scaling, *levels, *unit, *eff, *chartDir, *format, *files = false, "", "VUs", 0.8, "charts", "text", nil
+		}()
+		if *scaling {
+			return runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
+		}
+		if *envPath == "" {
+			return withCode(2, errors.New("compare: give --envelope E, or --scaling"))
+		}
+		env, err := envelope.ReadFile(*envPath)
+		if err != nil {
+			return withCode(2, err)
+		}
+		opts := compare.Options{Method: *method, AllowWorkloadChange: *allow}
+		if opts.Tolerance, err = parseTolerance(*tolerance); err != nil {
+			return withCode(2, err)
+		}
+		if *confidence != 0 {
+			if !(*confidence > 0 && *confidence < 1) {
+				return withCode(2, fmt.Errorf("--confidence %v: want a value in (0,1), e.g. 0.95", *confidence))
+			}
+			opts.Tolerance.Confidence = *confidence
+		}
+		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats})
+		if err != nil {
+			return withCode(2, err)
+		}
+		res, err := compare.Compare(env, runs, opts)
+		if err != nil {
+			return withCode(2, err)
+		}
+		if *format == "json" {
+			err = res.WriteJSON(stdout)
+		} else {
+			err = res.WriteText(stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if res.Regressed {
+			return withCode(1, nil)
+		}
+		return nil
+	})
+
+	registerDemoStep(35, "compare", func(_ context.Context, d *demoEnv) error {
+		env, err := demo.Envelope()
+		if err != nil {
+			return err
+		}
+		in, err := demo.Inputs()
+		if err != nil {
+			return err
+		}
+		// The last two sample runs judged against the envelope of all of
+		// them: a like-for-like check that should find no regression.
+		var runs []*k6.Run
+		for _, i := range in[len(in)-2:] {
+			runs = append(runs, i.Run)
+		}
+		res, err := compare.Compare(env, runs, compare.Options{})
+		if err != nil {
+			return err
+		}
+		for _, s := range res.Sentences {
+			fmt.Fprintf(stdout, "compare: %s\n", s)
+		}
+		return nil
+	})
+}
+
+func loadRuns(files []string, opts k6.LoadOptions) ([]*k6.Run, error) {
+	var runs []*k6.Run
+	for _, f := range files {
+		if f == "" {
+			f = "-"
+		}
+		r, err := k6.Load(f, opts)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+// parseTolerance reads "10%" / "0.1" (latency rise and throughput drop)
+// or "latency=10%,throughput=5%,errors=0.1%".
+func parseTolerance(s string) (envelope.Tolerance, error) {
+	var t envelope.Tolerance
+	if s == "" {
+		return t, nil
+	}
+	frac := func(v string) (float64, error) {
+		v = strings.TrimSpace(v)
+		div := 1.0
+		if strings.HasSuffix(v, "%") {
+			v, div = strings.TrimSuffix(v, "%"), 100
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f/div >= 1 {
+			return 0, fmt.Errorf("--tolerance: %q is not a fraction in [0,1) or a percentage", v)
+		}
+		return f / div, nil
+	}
+	if !strings.Contains(s, "=") {
+		f, err := frac(s)
+		t.LatencyRise, t.ThroughputDrop = f, f
+		return t, err
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		f, err := frac(v)
+		if err != nil {
+			return t, err
+		}
+		switch strings.TrimSpace(k) {
+		case "latency":
+			t.LatencyRise = f
+		case "throughput":
+			t.ThroughputDrop = f
+		case "errors":
+			t.ErrorRatio = f
+		default:
+			return t, fmt.Errorf("--tolerance: unknown key %q (want latency, throughput, errors)", k)
+		}
+	}
+	return t, nil
+}
+
+func runScaling(files []string, levels, unit string, eff float64, chartDir, format string) error {
+	var lv []float64
+	if levels != "" {
+		for _, p := range strings.Split(levels, ",") {
+			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+			if err != nil || f <= 0 {
+				return withCode(2, fmt.Errorf("--levels: %q is not a positive number", p))
+			}
+			lv = append(lv, f)
+		}
+		if len(lv) != len(files) {
+			return withCode(2, fmt.Errorf("--levels gives %d levels for %d files", len(lv), len(files)))
+		}
+	}
+	if !(eff > 0 && eff < 1) {
+		return withCode(2, fmt.Errorf("--efficiency %v: want a value in (0,1)", eff))
+	}
+	runs, err := loadRuns(files, k6.LoadOptions{})
+	if err != nil {
+		return withCode(2, err)
+	}
+	var pts []compare.ScalingPoint
+	for i, r := range runs {
+		level := 0.0
+		if lv != nil {
+			level = lv[i]
+		}
+		p, err := compare.PointFromRun(r, level)
+		if err != nil {
+			return withCode(2, err)
+		}
+		pts = append(pts, p)
+	}
+	s, err := compare.Scale(pts, unit, eff)
+	if err != nil {
+		return withCode(2, err)
+	}
+	if format == "json" {
+		err = s.WriteJSON(stdout)
+	} else {
+		err = s.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if chartDir != "" {
+		ps, err := s.WriteChart(chartDir, "scaling")
+		if err != nil {
+			return err
+		}
+		if format == "text" {
+			fmt.Fprintf(stdout, "chart: %s, %s\n", filepath.Join(filepath.Dir(chartDir), ps.Light), filepath.Join(filepath.Dir(chartDir), ps.Dark))
+		}
+	}
+	return nil
+}

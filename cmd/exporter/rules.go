@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/rules"
+)
+
+func init() {
+	cmd := app.Command("rules", "Generate the recording and alerting rules that encode an envelope, with their promtool unit tests, or the Prometheus Operator PrometheusRule resource.")
+	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON).").Required().String()
+	out := cmd.Flag("out", "Folder to write the rule files into.").Default("rules").String()
+	formats := cmd.Flag("format", "What to write: prometheus (rule file and promtool tests), prometheusrule (Operator resource); repeatable. Default: both.").Enums("prometheus", "prometheusrule")
+	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
+	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
+	cmd.Action(func(*kingpin.ParseContext) error {
+		env, err := envelope.ReadFile(*envPath)
+		if err != nil {
+			return withCode(2, err)
+		}
+		o := rules.DefaultOptions()
+		o.ExporterSelector, o.RunbookURL = *sel, *runbook
+		var fs []rules.Format
+		for _, f := range *formats {
+			fs = append(fs, rules.Format(f))
+		}
+		paths, err := rules.WriteDir(*out, env, o, fs...)
+		if err != nil {
+			return withCode(2, err)
+		}
+		for _, p := range paths {
+			fmt.Fprintln(stdout, p)
+		}
+		return nil
+	})
+
+	registerDemoStep(30, "rules", func(_ context.Context, d *demoEnv) error {
+		env, err := demo.Envelope()
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(d.Dir, "rules")
+		paths, err := rules.WriteDir(dir, env, rules.DefaultOptions())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+		return nil
+	})
+}

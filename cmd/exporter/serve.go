@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/otelpush"
+)
+
+// serveCmd is exported to other files of this package so they can add
+// flags (ECS, CloudWatch) and collectors (serveCollectors) in init.
+var (
+	serveCmd        = app.Command("serve", "Serve k6 series (followed NDJSON, OTLP pushed by k6, finished result files) and envelope gauges on /metrics.")
+	serveCollectors []func() (exporterCollector, error)
+)
+
+func init() {
+	cmd := serveCmd
+	webFlags := kingpinflag.AddFlags(cmd, ":"+defaultPort)
+	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
+	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
+	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
+	envFile := cmd.Flag("envelope", "Envelope file (YAML or JSON): exposes its bands as gauges and adds its band edges to the classic buckets.").String()
+	var followSet bool
+	follow := cmd.Flag("k6.json", "k6 NDJSON output to follow as it grows (tail -F, through truncation and rotation); '-' reads stdin.").IsSetByUser(&followSet).String()
+	results := cmd.Flag("k6.results", "Finished k6 result files (NDJSON, .gz, CSV) replayed at start; repeatable.").Strings()
+	allow := cmd.Flag("k6.allow-tag", "k6 tag to expose as a label beyond testid, scenario, name, method, status, expected_response and group; repeatable (beware of unbounded tags such as url).").Strings()
+	limit := cmd.Flag("k6.series-limit", "Maximum k6 label sets held; further new label sets are dropped and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultSeriesLimit)).Int()
+	otlpMax := cmd.Flag("otlp.max-body-bytes", "Largest OTLP request body accepted on /v1/metrics (after gzip decoding).").Default("16777216").Int64()
+	otlpGRPC := cmd.Flag("otlp.grpc-listen-address", "Also receive OTLP over gRPC (k6's default protocol) on this address, e.g. :4317; empty = off.").Default("").String()
+	otlpPrefix := cmd.Flag("otlp.metric-prefix", "Prefix k6 puts on OTLP metric names (K6_OTEL_METRIC_PREFIX); empty strips k6_ when present.").Default("").String()
+	pushEndpoint := cmd.Flag("otlp.push-endpoint", "OpenTelemetry collector OTLP/HTTP endpoint (host:port or URL) to push the k6 and envelope series to.").String()
+	pushInterval := cmd.Flag("otlp.push-interval", "Interval of the OTLP push.").Default("15s").Duration()
+	pushInsecure := cmd.Flag("otlp.push-insecure", "Push over plain HTTP.").Bool()
+
+	cmd.Action(func(*kingpin.ParseContext) error {
+		// kingpin hands a lone "-" argument over as an empty value.
+		if followSet && *follow == "" {
+			*follow = "-"
+		}
+		log := logger()
+		log.Info("Starting envelope exporter", "version", version.Info())
+		log.Info("Build context", "build_context", version.BuildContext())
+		cfg := exporter.Config{
+			AllowTags:              *allow,
+			SeriesLimit:            *limit,
+			Logger:                 log,
+			TelemetryPath:          *metricsPath,
+			DisableExporterMetrics: *disableExporterMetrics,
+			MaxRequests:            *maxRequests,
+			OTLPMaxBody:            *otlpMax,
+			OTLPMetricPrefix:       *otlpPrefix,
+			ListenAddresses:        *webFlags.WebListenAddresses,
+			OTLPGRPCAddress:        *otlpGRPC,
+			WebConfigFile:          *webFlags.WebConfigFile,
+		}
+		if *limit == 0 {
+			cfg.SeriesLimit = -1
+		}
+		if *envFile != "" {
+			env, err := envelope.ReadFile(*envFile)
+			if err != nil {
+				return withCode(2, err)
+			}
+			cfg.Envelope = env
+		}
+		for _, mk := range serveCollectors {
+			c, err := mk()
+			if err != nil {
+				return withCode(2, err)
+			}
+			if c != nil {
+				cfg.Collectors = append(cfg.Collectors, c)
+			}
+		}
+		srv, err := exporter.New(cfg)
+		if err != nil {
+			return withCode(2, err)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
+	})
+
+	registerDemoStep(90, "serve", func(ctx context.Context, d *demoEnv) error {
+		if !d.Serve {
+			return nil
+		}
+		env, err := demo.Envelope()
+		if err != nil {
+			return err
+		}
+		srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger(), ListenAddresses: []string{d.Addr}})
+		if err != nil {
+			return err
+		}
+		// Point files the demo wrote (simulated runs), when there are any.
+		files, _ := filepath.Glob(filepath.Join(d.Dir, "*.ndjson*"))
+		host := d.Addr
+		if strings.HasPrefix(host, ":") {
+			host = "localhost" + host
+		}
+		fmt.Fprintf(stdout, "serving the demo envelope on http://%s/metrics (Ctrl-C to stop)\n", host)
+		return serve(ctx, srv, serveInputs{results: files})
+	})
+}
+
+// exporterCollector is what serveCollectors return.
+type exporterCollector = prometheus.Collector
+
+type serveInputs struct {
+	results      []string
+	follow       string
+	push         string
+	pushInterval time.Duration
+	pushInsecure bool
+}
+
+// serve replays the finished files (not ready until done), follows the
+// live file, pushes over OTLP if asked, and serves until ctx ends.
+func serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
+	log := logger()
+	g, ctx := errgroup.WithContext(ctx)
+	srv.SetReady(len(in.results) == 0)
+	g.Go(func() error { return srv.Run(ctx) })
+	g.Go(func() error {
+		for _, f := range in.results {
+			start := time.Now()
+			n, err := srv.ReplayFile(f)
+			if err != nil {
+				return withCode(2, fmt.Errorf("--k6.results: %w", err))
+			}
+			log.Info("replayed results", "file", f, "points", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+		srv.SetReady(true)
+		return nil
+	})
+	switch in.follow {
+	case "":
+	case "-":
+		// A read from stdin cannot be interrupted: do not make shutdown
+		// wait for it.
+		go func() {
+			if err := srv.Follow(ctx, "-"); err != nil {
+				log.Error("reading stdin", "err", err)
+				return
+			}
+			log.Info("stdin closed; still serving the series")
+		}()
+	default:
+		g.Go(func() error { return srv.Follow(ctx, in.follow) })
+	}
+	if in.push != "" {
+		g.Go(func() error {
+			err := otelpush.Run(ctx, srv.K6Gatherer(), otelpush.Options{Endpoint: in.push, Interval: in.pushInterval, Insecure: in.pushInsecure, Logger: log, OnError: srv.PushFailed})
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		})
+	}
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a log target written by the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// `serve --k6.json -` reads stdin (kingpin hands a lone "-" over empty),
+// replays --k6.results, and stops cleanly on SIGINT with exit code 0.
+func TestServeStdinAndShutdown(t *testing.T) {
+	var e lockedBuffer
+	var o bytes.Buffer
+	stdout, stderr = &o, &e
+	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
+	results := filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !(strings.Contains(e.String(), "stdin closed") && strings.Contains(e.String(), "replayed results")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not read stdin and the results:\n%s", e.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(e.String(), "points=1966") {
+		t.Errorf("replay log lacks the point count:\n%s", e.String())
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit code %d:\n%s", c, e.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	var o, e bytes.Buffer
+	stdout, stderr = &o, &e
+	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
+	for _, args := range [][]string{
+		{"serve", "--envelope", "no-such-envelope.yaml"},
+		{"serve", "--k6.allow-tag", "bad-label"},
+		{"serve", "--web.telemetry-path", "/v1/metrics"},
+	} {
+		e.Reset()
+		if c := run(args); c != 2 {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, c, e.String())
+		}
+	}
+}

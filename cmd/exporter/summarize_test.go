@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The JSON shape of the issue: runs[].source/format/duration_s/metrics with
+// k6's stat names, sub-metrics by their k6 names, --stats honoured.
+func TestSummarizeJSON(t *testing.T) {
+	code, so, se := captureRun(t, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count",
+		"testdata/runB-out.ndjson.gz", "testdata/runA-summary-export.json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	var out struct {
+		Runs []struct {
+			Source    string  `json:"source"`
+			Format    string  `json:"format"`
+			Mode      string  `json:"mode"`
+			DurationS float64 `json:"duration_s"`
+			Metrics   map[string]struct {
+				Type     string             `json:"type"`
+				Contains string             `json:"contains"`
+				Values   map[string]float64 `json:"values"`
+			} `json:"metrics"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(so), &out); err != nil {
+		t.Fatalf("%v\n%s", err, so)
+	}
+	if len(out.Runs) != 2 {
+		t.Fatalf("%d runs", len(out.Runs))
+	}
+	b, a := out.Runs[0], out.Runs[1]
+	if b.Source != "testdata/runB-out.ndjson.gz" || b.Format != "ndjson" || b.Mode != "exact" || b.DurationS < 6.79 || b.DurationS > 6.80 {
+		t.Errorf("run header %+v", b)
+	}
+	d := b.Metrics["http_req_duration{expected_response:true}"]
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range d.Values {
+			yield(k)
+		}
+	})
+	if d.Type != "trend" || d.Contains != "time" || strings.Join(keys, ",") != "avg,count,p(95),p(99.9)" {
+		t.Errorf("sub-metric %+v", d)
+	}
+	if m := b.Metrics["http_reqs"]; m.Type != "counter" || m.Values["count"] != 128 || m.Values["rate"] < 18.8 || m.Values["rate"] > 18.9 {
+		t.Errorf("http_reqs %+v", m)
+	}
+	if m := b.Metrics["http_req_failed"]; m.Type != "rate" || m.Values["passes"] != 54 || m.Values["fails"] != 74 || m.Values["rate"] != 0.421875 {
+		t.Errorf("http_req_failed %+v", m)
+	}
+	// A summary shows the stats it has; asked ones it lacks are left out.
+	if m := a.Metrics["http_req_duration"]; a.Format != "summary-export" || a.Mode != "summary" || m.Values["p(95)"] != 1.1224862 || len(m.Values) != 2 {
+		t.Errorf("summary run %s %s %+v", a.Format, a.Mode, m)
+	}
+	// The key order follows the stats asked for, as k6 prints them.
+	if i, j := strings.Index(so, `"avg"`), strings.Index(so, `"p(95)"`); i < 0 || j < i {
+		t.Error("values not in --stats order")
+	}
+}
+
+func TestSummarizeText(t *testing.T) {
+	code, so, se := captureRun(t, "summarize", "--group-by", "scenario", "testdata/runB-out.ndjson.gz")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	for _, want := range []string{"ndjson, exact mode", "http_req_duration{expected_response:true}", "p(95)=", "scenario=closed", "status is 200"} {
+		if !strings.Contains(so, want) {
+			t.Errorf("output lacks %q:\n%s", want, so)
+		}
+	}
+}
+
+// Bad input: non-zero exit, the file and line named; --lenient skips and
+// reports the count.
+func TestSummarizeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.ndjson")
+	content := `{"type":"Metric","data":{"name":"vus","type":"gauge","contains":"default","thresholds":[],"submetrics":null},"metric":"vus"}
+{"metric":"vus","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{}}}
+{"metric":"vus","type":"Point","data":{"time":"2026-11-30T08:51:05Z","value":NaN,"tags":{}}}
+`
+	if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, se := captureRun(t, "summarize", bad)
+	if code == 0 || !strings.Contains(se, bad+`:3: field "data.value"`) {
+		t.Errorf("exit %d, stderr %q", code, se)
+	}
+	code, so, se := captureRun(t, "summarize", "--lenient", "--format", "json", bad)
+	if code != 0 || !strings.Contains(so, `"skipped_lines": 1`) || !strings.Contains(se, "skipped bad lines") {
+		t.Errorf("lenient: exit %d, stdout %s, stderr %s", code, so, se)
+	}
+	if code, _, se := captureRun(t, "summarize", "--stats", "p95", bad); code == 0 || !strings.Contains(se, `unknown trend stat "p95"`) {
+		t.Errorf("bad --stats: exit %d, %s", code, se)
+	}
+}
+
+// "-" reads standard input (kingpin passes a lone "-" on as "").
+func TestSummarizeStdin(t *testing.T) {
+	f, err := os.Open("testdata/runB-out.ndjson.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	code, so, se := captureRun(t, "summarize", "--format", "json", "-")
+	if code != 0 || !strings.Contains(so, `"source": "-"`) || !strings.Contains(so, `"format": "ndjson"`) {
+		t.Errorf("exit %d, stdout %.200s, stderr %s", code, so, se)
+	}
+}

@@ -1,0 +1,209 @@
+package backtest
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/rules"
+	"github.com/envelope-dev/envelope/internal/simulate"
+)
+
+// rulesFor writes the generated rules of env into a temp folder.
+func rulesFor(t *testing.T, env *envelope.Envelope) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := rules.WriteDir(dir, env, rules.DefaultOptions(), rules.FormatPrometheus); err != nil {
+		t.Fatal(err)
+	}
+	files, err := RuleFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func names(r *Run) []string {
+	var out []string
+	for _, a := range r.Alerts {
+		n := a.Alertname
+		if e := a.Labels["endpoint"]; e != "" {
+			n += "/" + e
+		}
+		if q := a.Labels["quantile"]; q != "" {
+			n += "/" + q
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// firstFiring is when alertname first fired, or -1.
+func firstFiring(r *Run, alertname string) float64 {
+	for _, a := range r.Alerts {
+		if a.Alertname == alertname {
+			return a.FirstFiringS
+		}
+	}
+	return -1
+}
+
+// The acceptance backtest on the real 6-minute k6 runs: the envelope comes
+// from baseline-a and baseline-b, the rules from it; baseline-c must fire
+// nothing and the regressed run (auth ×1.25, 503s on uploads) must fire
+// the latency and error alerts.
+func TestRealRuns(t *testing.T) {
+	in, err := envelope.ReadFiles([]string{"testdata/baseline-a.summary.json", "testdata/baseline-b.summary.json"}, k6.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := envelope.ReadK6Options("testdata/script.k6-inspect.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compute(in, envelope.Options{Name: "baseline-mix-ab", Workload: wl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := rulesFor(t, env)
+	ctx := context.Background()
+
+	base, err := File(ctx, env, files, "testdata/baseline-c.ndjson.gz", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Alerts) != 0 {
+		t.Errorf("baseline-c: false alarms %v", names(base))
+	}
+	if base.DurationS < 350 {
+		t.Errorf("baseline-c: %gs of points, want about 6m", base.DurationS)
+	}
+
+	reg, err := File(ctx, env, files, "testdata/regressed-auth-errors.ndjson.gz", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(names(reg), " ")
+	for _, want := range []string{rules.AlertRequestsFailing, rules.AlertEndpointLatency + "/auth_", rules.AlertLatencyHigh} {
+		if !strings.Contains(got, want) {
+			t.Errorf("regressed run: %s did not fire; fired: %s", want, got)
+		}
+	}
+	for _, unwanted := range []string{rules.AlertThroughputLow, rules.AlertNoTraffic, rules.AlertExporterDown} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("regressed run: %s fired", unwanted)
+		}
+	}
+	// Errors: the first 503 shows at the next scrape; firing follows
+	// after for (1m) plus at most two evaluations.
+	if s := firstFiring(reg, rules.AlertRequestsFailing); s < 0 || s > 60+15+30+60 {
+		t.Errorf("errors alert first fired at %gs", s)
+	}
+}
+
+// The acceptance backtest on simulated runs of the demo envelope: two
+// baseline seeds stay silent; each injected regression fires its alert
+// within for plus two evaluation intervals of the earliest moment the
+// rule can see it.
+func TestSimulatedRuns(t *testing.T) {
+	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := rulesFor(t, env)
+	c, err := rules.Calibrate(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.Window.Seconds()
+	const eval, forLat = 15.0, 60.0
+	cases := []struct {
+		name string
+		o    simulate.Options
+		want string // alert that must fire; "" = none
+		// also may fire with it: the overall p99 follows auth_register,
+		// whose requests are the overall tail.
+		alsoOK string
+		// deadline in seconds: earliest visibility + for + 2 evaluations
+		deadline float64
+	}{
+		{"baseline seed 11", simulate.Options{Seed: 11}, "", "", 0},
+		{"baseline seed 12", simulate.Options{Seed: 12}, "", "", 0},
+		{"auth_register p95 +15%", simulate.Options{Seed: 13, LatencyFactor: map[string]float64{"auth_register": 1.15}},
+			rules.AlertEndpointLatency + "/auth_register/0.95", rules.AlertLatencyHigh, eval + forLat + 2*eval},
+		{"1% failed requests", simulate.Options{Seed: 14, ErrorRate: 0.01},
+			rules.AlertRequestsFailing, "", eval + forLat + 2*eval},
+		{"throughput -10%", simulate.Options{Seed: 15, ThroughputFactor: 0.9},
+			rules.AlertThroughputLow, "", w + forLat + 2*eval},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Duration = 8 * time.Minute
+			path := filepath.Join(t.TempDir(), "run.ndjson.gz")
+			if err := simulate.WriteFile(path, env, tc.o); err != nil {
+				t.Fatal(err)
+			}
+			r, err := File(context.Background(), env, files, path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := names(r)
+			t.Logf("fired: %v", r.Alerts)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("false alarms: %v", got)
+				}
+				return
+			}
+			found := false
+			for _, n := range got {
+				switch {
+				case n == tc.want:
+					found = true
+				case tc.alsoOK != "" && strings.HasPrefix(n, tc.alsoOK+"/"):
+				default:
+					t.Errorf("unintended alert %s", n)
+				}
+			}
+			if !found {
+				t.Fatalf("%s did not fire; fired %v", tc.want, got)
+			}
+			name := strings.SplitN(tc.want, "/", 2)[0]
+			if s := firstFiring(r, name); s > tc.deadline {
+				t.Errorf("%s first fired at %gs, deadline %gs", name, s, tc.deadline)
+			}
+		})
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := rulesFor(t, env)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.ndjson")
+	cases := map[string]string{
+		"not json":    "{\"type\":\"Metric\",\"data\":{\"name\":\"http_reqs\",\"type\":\"counter\",\"contains\":\"default\"},\"metric\":\"http_reqs\"}\nnot json\n",
+		"point first": `{"metric":"http_reqs","type":"Point","data":{"time":"2026-01-01T00:00:00Z","value":1,"tags":{}}}` + "\n",
+		"no points":   "",
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := writeFile(bad, content); err != nil {
+				t.Fatal(err)
+			}
+			_, err := File(context.Background(), env, files, bad, Options{})
+			if err == nil || !strings.Contains(err.Error(), "bad.ndjson") {
+				t.Fatalf("error %v, want one naming the file", err)
+			}
+		})
+	}
+}

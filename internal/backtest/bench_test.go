@@ -1,0 +1,27 @@
+package backtest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// BenchmarkRealRun backtests one real 6-minute k6 run (about 280 000
+// NDJSON lines) against the demo envelope's rules: read, store, evaluate.
+func BenchmarkRealRun(b *testing.B) {
+	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	files, err := RuleFiles(filepath.Join("..", "..", "rules"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := File(context.Background(), env, files, "testdata/baseline-c.ndjson.gz", Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,385 @@
+// Package chart draws the small PNG charts the Markdown reports embed:
+// grouped bars, lines, value ranges (a marker with a min–max whisker) and
+// five-number boxes, each with optional horizontal reference bands, in a
+// light and a dark theme. A report writes both variants and references
+// them with a <picture> element (see Picture), so the chart follows the
+// reader's colour scheme.
+//
+//	c := chart.Chart{Title: "Throughput per run", YLabel: "req/s",
+//		Categories: []string{"run-1", "run-2"},
+//		Bars: []chart.Series{{Name: "http_reqs rate", Values: []float64{56.0, 56.2}}},
+//		Bands: []chart.Band{{Name: "band", Low: 55.9, High: 56.3}}}
+//	paths, err := chart.WriteThemed(c, "charts", "throughput")
+package chart
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// Theme is a colour scheme.
+type Theme struct {
+	Name       string // folder name: "light" or "dark"
+	Background color.Color
+	Foreground color.Color // text, axes, ticks
+	Grid       color.Color
+	Palette    []color.Color // series colours, in order
+	// BandFill is the fill of reference bands; BandLine their edges.
+	BandFill, BandLine []color.Color
+}
+
+func rgb(h uint32) color.RGBA {
+	return color.RGBA{uint8(h >> 16), uint8(h >> 8), uint8(h), 0xff}
+}
+
+func rgba(h uint32, a uint8) color.NRGBA {
+	return color.NRGBA{uint8(h >> 16), uint8(h >> 8), uint8(h), a}
+}
+
+// Light and Dark are the two themes the reports write. Their series
+// colours are the same hues, lighter on the dark background.
+var (
+	Light = Theme{
+		Name: "light", Background: rgb(0xffffff), Foreground: rgb(0x1f2328), Grid: rgb(0xd0d7de),
+		Palette:  []color.Color{rgb(0x0969da), rgb(0xbf3989), rgb(0x1a7f37), rgb(0x9a6700), rgb(0x8250df), rgb(0xcf222e)},
+		BandFill: []color.Color{rgba(0x0969da, 0x30), rgba(0xbf3989, 0x30), rgba(0x1a7f37, 0x30), rgba(0x9a6700, 0x30)},
+		BandLine: []color.Color{rgb(0x0969da), rgb(0xbf3989), rgb(0x1a7f37), rgb(0x9a6700)},
+	}
+	Dark = Theme{
+		Name: "dark", Background: rgb(0x0d1117), Foreground: rgb(0xe6edf3), Grid: rgb(0x30363d),
+		Palette:  []color.Color{rgb(0x58a6ff), rgb(0xf778ba), rgb(0x3fb950), rgb(0xd29922), rgb(0xbc8cff), rgb(0xff7b72)},
+		BandFill: []color.Color{rgba(0x58a6ff, 0x38), rgba(0xf778ba, 0x38), rgba(0x3fb950, 0x38), rgba(0xd29922, 0x38)},
+		BandLine: []color.Color{rgb(0x58a6ff), rgb(0xf778ba), rgb(0x3fb950), rgb(0xd29922)},
+	}
+)
+
+// Themes lists the themes WriteThemed writes.
+func Themes() []Theme { return []Theme{Light, Dark} }
+
+// Series is one named value per category (bars, lines).
+type Series struct {
+	Name   string
+	Values []float64
+}
+
+// Range is one named value per category with a low–high whisker: a
+// figure and its band across runs. Low/High may be nil (marker only).
+type Range struct {
+	Name      string
+	Values    []float64
+	Low, High []float64
+}
+
+// Box is a five-number summary drawn as a box (Q1–Q3, a line at the
+// median) with whiskers to Low and High.
+type Box struct {
+	Low, Q1, Median, Q3, High float64
+}
+
+// Band is a horizontal reference band (Low == High draws a line).
+type Band struct {
+	Name      string
+	Low, High float64
+}
+
+// Chart is what to draw. Exactly one of Bars, Lines, Ranges or Boxes is
+// usually set; Bands go behind any of them. Categories label the X axis.
+type Chart struct {
+	Title, XLabel, YLabel string
+	Categories            []string
+	Bars                  []Series
+	Lines                 []Series
+	Ranges                []Range
+	Boxes                 []Box // one per category
+	Bands                 []Band
+	LogY                  bool // logarithmic Y axis (all values must be > 0)
+	// Width and Height in points; 0 gives 640×360 (a 16:9 PNG at 96 dpi
+	// is 853×480 pixels).
+	Width, Height vg.Length
+}
+
+// Validate reports a chart that cannot be drawn.
+func (c Chart) Validate() error {
+	if len(c.Categories) == 0 {
+		return errors.New("chart: no categories")
+	}
+	n := len(c.Categories)
+	for _, s := range append(append([]Series{}, c.Bars...), c.Lines...) {
+		if len(s.Values) != n {
+			return fmt.Errorf("chart %q: series %q has %d values for %d categories", c.Title, s.Name, len(s.Values), n)
+		}
+	}
+	for _, r := range c.Ranges {
+		if len(r.Values) != n || (r.Low != nil && len(r.Low) != n) || (r.High != nil && len(r.High) != n) {
+			return fmt.Errorf("chart %q: range %q does not have %d values", c.Title, r.Name, n)
+		}
+	}
+	if len(c.Boxes) > 0 && len(c.Boxes) != n {
+		return fmt.Errorf("chart %q: %d boxes for %d categories", c.Title, len(c.Boxes), n)
+	}
+	if c.LogY {
+		check := func(v float64) error {
+			if !(v > 0) {
+				return fmt.Errorf("chart %q: value %v cannot be drawn on a log axis", c.Title, v)
+			}
+			return nil
+		}
+		for _, r := range c.Ranges {
+			for i, v := range r.Values {
+				if err := check(v); err != nil {
+					return err
+				}
+				if r.Low != nil {
+					if err := check(r.Low[i]); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		for _, b := range c.Boxes {
+			if err := check(b.Low); err != nil {
+				return err
+			}
+		}
+		if len(c.Bars) > 0 {
+			return fmt.Errorf("chart %q: bars cannot be drawn on a log axis", c.Title)
+		}
+	}
+	return nil
+}
+
+// Plot builds the gonum plot of c in theme t.
+func (c Chart) Plot(t Theme) (*plot.Plot, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	p := plot.New()
+	applyTheme(p, t)
+	p.Title.Text = c.Title
+	p.X.Label.Text = c.XLabel
+	p.Y.Label.Text = c.YLabel
+	if c.LogY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	g := plotter.NewGrid()
+	g.Vertical.Color = nil
+	g.Horizontal.Color = t.Grid
+	p.Add(g)
+	n := len(c.Categories)
+
+	// Bands first, so the data sits on top.
+	for i, b := range c.Bands {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: -0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: -0.5, Y: b.High}})
+		if err != nil {
+			return nil, err
+		}
+		poly.Color = t.BandFill[i%len(t.BandFill)]
+		poly.LineStyle.Color = t.BandLine[i%len(t.BandLine)]
+		poly.LineStyle.Width = vg.Points(0.75)
+		poly.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(poly)
+		if b.Name != "" {
+			p.Legend.Add(b.Name, poly)
+		}
+	}
+
+	w := vg.Points(min(40, 300/float64(max(1, n*max(1, len(c.Bars))))))
+	for i, s := range c.Bars {
+		bc, err := plotter.NewBarChart(plotter.Values(s.Values), w)
+		if err != nil {
+			return nil, err
+		}
+		bc.Color = t.Palette[i%len(t.Palette)]
+		bc.LineStyle.Width = 0
+		bc.Offset = vg.Length(float64(i)-float64(len(c.Bars)-1)/2) * w
+		p.Add(bc)
+		p.Legend.Add(s.Name, bc)
+	}
+	for i, s := range c.Lines {
+		xys := make(plotter.XYs, n)
+		for j, v := range s.Values {
+			xys[j] = plotter.XY{X: float64(j), Y: v}
+		}
+		l, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, err
+		}
+		col := t.Palette[i%len(t.Palette)]
+		l.Color, sc.Color = col, col
+		l.Width = vg.Points(1.5)
+		sc.Shape = draw.CircleGlyph{}
+		p.Add(l, sc)
+		p.Legend.Add(s.Name, l, sc)
+	}
+	spread := 0.6 / float64(max(1, len(c.Ranges)))
+	for i, r := range c.Ranges {
+		off := (float64(i) - float64(len(c.Ranges)-1)/2) * spread
+		d := rangeData{}
+		for j, v := range r.Values {
+			lo, hi := v, v
+			if r.Low != nil {
+				lo = r.Low[j]
+			}
+			if r.High != nil {
+				hi = r.High[j]
+			}
+			d = append(d, rangePoint{x: float64(j) + off, y: v, lo: lo, hi: hi})
+		}
+		col := t.Palette[i%len(t.Palette)]
+		sc, err := plotter.NewScatter(d)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color = col
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(3)
+		p.Add(sc)
+		if r.Low != nil || r.High != nil {
+			eb, err := plotter.NewYErrorBars(d)
+			if err != nil {
+				return nil, err
+			}
+			eb.Color = col
+			eb.Width = vg.Points(1.5)
+			eb.CapWidth = vg.Points(6)
+			p.Add(eb)
+		}
+		p.Legend.Add(r.Name, sc)
+	}
+	if len(c.Boxes) > 0 {
+		p.Add(&boxes{items: c.Boxes, line: t.Foreground, fill: t.BandFill[0], median: t.Palette[0]})
+	}
+	p.NominalX(c.Categories...)
+	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
+	if !c.LogY && len(c.Bars) == 0 {
+		// Pad the Y range so markers and bands do not sit on the frame.
+		lo, hi := p.Y.Min, p.Y.Max
+		pad := (hi - lo) * 0.08
+		if pad == 0 {
+			pad = math.Max(1, math.Abs(hi)*0.05)
+		}
+		// The top gets more room: the legend sits there.
+		p.Y.Min, p.Y.Max = lo-pad, hi+3*pad
+	}
+	if c.LogY {
+		// Same on a log axis, in factors: room below, and above for the legend.
+		p.Y.Min, p.Y.Max = p.Y.Min/1.5, p.Y.Max*4
+	}
+	if len(c.Bars) > 0 && p.Y.Min > 0 {
+		p.Y.Min = 0
+	}
+	p.Legend.Top = true
+	return p, nil
+}
+
+// Render writes c as a PNG in theme t.
+func Render(c Chart, t Theme, path string) error {
+	p, err := c.Plot(t)
+	if err != nil {
+		return err
+	}
+	w, h := c.Width, c.Height
+	if w == 0 {
+		w = 640
+	}
+	if h == 0 {
+		h = 360
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return p.Save(w, h, path)
+}
+
+// Paths are the files WriteThemed wrote, relative to the report.
+type Paths struct {
+	Light, Dark string
+}
+
+// WriteThemed writes dir/light/name.png and dir/dark/name.png. The paths
+// it returns are relative to dir's parent, where the report sits:
+// "charts/light/name.png" for dir "out/charts".
+func WriteThemed(c Chart, dir, name string) (Paths, error) {
+	var ps Paths
+	for _, t := range Themes() {
+		rel := filepath.ToSlash(filepath.Join(filepath.Base(dir), t.Name, name+".png"))
+		if err := Render(c, t, filepath.Join(dir, t.Name, name+".png")); err != nil {
+			return Paths{}, err
+		}
+		if t.Name == Dark.Name {
+			ps.Dark = rel
+		} else {
+			ps.Light = rel
+		}
+	}
+	return ps, nil
+}
+
+// Picture is the Markdown/HTML that shows the dark variant in dark mode
+// and the light one otherwise.
+func Picture(alt string, p Paths) string {
+	return fmt.Sprintf("<picture>\n  <source media=\"(prefers-color-scheme: dark)\" srcset=\"%s\">\n  <source media=\"(prefers-color-scheme: light)\" srcset=\"%s\">\n  <img alt=\"%s\" src=\"%s\">\n</picture>\n",
+		p.Dark, p.Light, alt, p.Light)
+}
+
+func applyTheme(p *plot.Plot, t Theme) {
+	p.BackgroundColor = t.Background
+	p.Title.TextStyle.Color = t.Foreground
+	p.Legend.TextStyle.Color = t.Foreground
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Color = t.Foreground
+		a.Label.TextStyle.Color = t.Foreground
+		a.Tick.Color = t.Foreground
+		a.Tick.Label.Color = t.Foreground
+	}
+}
+
+type rangePoint struct{ x, y, lo, hi float64 }
+
+type rangeData []rangePoint
+
+func (d rangeData) Len() int                        { return len(d) }
+func (d rangeData) XY(i int) (float64, float64)     { return d[i].x, d[i].y }
+func (d rangeData) YError(i int) (float64, float64) { return d[i].y - d[i].lo, d[i].hi - d[i].y }
+
+// boxes draws five-number boxes, one per category.
+type boxes struct {
+	items              []Box
+	line, fill, median color.Color
+}
+
+func (b *boxes) Plot(c draw.Canvas, plt *plot.Plot) {
+	trX, trY := plt.Transforms(&c)
+	ls := draw.LineStyle{Color: b.line, Width: vg.Points(1)}
+	half := vg.Points(14)
+	for i, bx := range b.items {
+		x := trX(float64(i))
+		q1, q3, md := trY(bx.Q1), trY(bx.Q3), trY(bx.Median)
+		c.FillPolygon(b.fill, []vg.Point{{X: x - half, Y: q1}, {X: x + half, Y: q1}, {X: x + half, Y: q3}, {X: x - half, Y: q3}})
+		c.StrokeLines(ls, []vg.Point{{X: x - half, Y: q1}, {X: x + half, Y: q1}, {X: x + half, Y: q3}, {X: x - half, Y: q3}, {X: x - half, Y: q1}})
+		c.StrokeLine2(draw.LineStyle{Color: b.median, Width: vg.Points(2)}, x-half, md, x+half, md)
+		c.StrokeLine2(ls, x, q3, x, trY(bx.High))
+		c.StrokeLine2(ls, x, q1, x, trY(bx.Low))
+		c.StrokeLine2(ls, x-half/2, trY(bx.High), x+half/2, trY(bx.High))
+		c.StrokeLine2(ls, x-half/2, trY(bx.Low), x+half/2, trY(bx.Low))
+	}
+}
+
+func (b *boxes) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), math.Inf(-1)
+	for _, bx := range b.items {
+		ymin = math.Min(ymin, bx.Low)
+		ymax = math.Max(ymax, bx.High)
+	}
+	return -0.5, float64(len(b.items)) - 0.5, ymin, ymax
+}

@@ -1,0 +1,575 @@
+// Package compare judges candidate k6 runs against a baseline envelope
+// (the Phase 3 comparisons): for each headline and per-endpoint figure,
+// the change in percent with a confidence interval over runs, a verdict
+// against the envelope's tolerance, the minimum detectable change, and
+// Holm's control of the family-wise error across figures. It also fits
+// the Universal Scalability Law to runs at several load levels.
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/stats"
+)
+
+// Verdict is a figure's judgement.
+type Verdict string
+
+// Verdicts. Regression and Improvement mean the whole confidence
+// interval lies beyond the tolerance; Pass that the bad side of the
+// interval stays within it; Inconclusive that the interval straddles it.
+const (
+	Regression   Verdict = "Regression"
+	Improvement  Verdict = "Improvement"
+	Pass         Verdict = "Pass"
+	Inconclusive Verdict = "Inconclusive"
+	NoData       Verdict = "NoData"
+)
+
+// Options tune a comparison.
+type Options struct {
+	// Tolerance is the policy; zero fields fall back to the envelope's.
+	Tolerance envelope.Tolerance
+	// Method is "welch" (Welch t on log values, the default) or
+	// "bootstrap" (percentile bootstrap over runs).
+	Method string
+	// AllowWorkloadChange accepts candidates whose VUs, scenarios or
+	// duration differ from the envelope's (Phase 3 steps).
+	AllowWorkloadChange bool
+	// Seed makes the bootstrap reproducible.
+	Seed uint64
+}
+
+// Figure is one compared figure. Percentages are relative changes
+// (candidate/baseline - 1) × 100; for the error rate they are percentage
+// points.
+type Figure struct {
+	Name         string  `json:"name"` // throughput, p95, p99, error_rate
+	Endpoint     string  `json:"endpoint,omitempty"`
+	Unit         string  `json:"unit"`
+	Better       string  `json:"better"` // "higher" or "lower"
+	Baseline     float64 `json:"baseline"`
+	Candidate    float64 `json:"candidate"`
+	ChangePct    float64 `json:"change_pct"`
+	CILowPct     float64 `json:"ci_low_pct"`
+	CIHighPct    float64 `json:"ci_high_pct"`
+	MDCPct       float64 `json:"mdc_pct"`
+	TolerancePct float64 `json:"tolerance_pct"`
+	P            float64 `json:"p"`      // one-sided p of a change beyond tolerance in the bad direction
+	PHolm        float64 `json:"p_holm"` // Holm-adjusted across figures
+	Verdict      Verdict `json:"verdict"`
+	Method       string  `json:"method"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// Label names the figure for people.
+func (f Figure) Label() string {
+	what := map[string]string{"throughput": "throughput", "p95": "p95", "p99": "p99", "error_rate": "error rate"}[f.Name]
+	if f.Endpoint != "" {
+		return f.Endpoint + " " + what
+	}
+	return "aggregate " + what
+}
+
+// Result is a whole comparison.
+type Result struct {
+	Envelope    string   `json:"envelope"`
+	Candidates  []string `json:"candidates"`
+	BaselineVUs int      `json:"baseline_vus,omitempty"`
+	VUs         int      `json:"vus,omitempty"` // candidates' VUs when known and equal
+	Confidence  float64  `json:"confidence"`
+	Method      string   `json:"method"`
+	Figures     []Figure `json:"figures"`
+	Sentences   []string `json:"sentences"`
+	Warnings    []string `json:"warnings,omitempty"`
+	Regressed   bool     `json:"regressed"`
+}
+
+// WorkloadError says the candidates ran a different workload.
+type WorkloadError struct{ Differences []string }
+
+func (e *WorkloadError) Error() string {
+	return "candidate runs are a different workload than the envelope: " + strings.Join(e.Differences, "; ") +
+		" (compare like with like, or pass --allow-workload-change for a Phase 3 step)"
+}
+
+// Compare judges runs against env.
+func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, error) {
+	if env == nil {
+		return nil, errors.New("no envelope")
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("no candidate runs")
+	}
+	tol := env.Tolerance
+	if opts.Tolerance.ThroughputDrop > 0 {
+		tol.ThroughputDrop = opts.Tolerance.ThroughputDrop
+	}
+	if opts.Tolerance.LatencyRise > 0 {
+		tol.LatencyRise = opts.Tolerance.LatencyRise
+	}
+	if opts.Tolerance.ErrorRatio > 0 {
+		tol.ErrorRatio = opts.Tolerance.ErrorRatio
+	}
+	if opts.Tolerance.Confidence > 0 {
+		tol.Confidence = opts.Tolerance.Confidence
+	}
+	if !(tol.Confidence > 0 && tol.Confidence < 1) {
+		tol.Confidence = 0.95
+	}
+	method := opts.Method
+	if method == "" {
+		method = "welch"
+	}
+	if method != "welch" && method != "bootstrap" {
+		return nil, fmt.Errorf("method %q: want welch or bootstrap", method)
+	}
+	res := &Result{Envelope: env.Name, Confidence: tol.Confidence, Method: method, BaselineVUs: env.Provenance.Workload.VUs}
+	for _, r := range runs {
+		res.Candidates = append(res.Candidates, r.Source)
+	}
+	diffs, vus := workloadDiffs(env, runs)
+	res.VUs = vus
+	if len(diffs) > 0 {
+		if !opts.AllowWorkloadChange {
+			return nil, &WorkloadError{Differences: diffs}
+		}
+		res.Warnings = append(res.Warnings, diffs...)
+	}
+	if len(env.Runs) < 2 {
+		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
+	}
+
+	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res}
+	c.ratioFigure("throughput", "", "req/s", "higher", tol.ThroughputDrop,
+		func(r envelope.RunFigures) float64 { return r.RPS }, candRPS)
+	c.ratioFigure("p95", "", "ms", "lower", tol.LatencyRise,
+		func(r envelope.RunFigures) float64 { return r.P95 }, candStat(nil, "p(95)"))
+	c.ratioFigure("p99", "", "ms", "lower", tol.LatencyRise,
+		func(r envelope.RunFigures) float64 { return r.P99 }, candStat(nil, "p(99)"))
+	c.errorFigure()
+	names := make([]string, 0, len(env.Endpoints))
+	for n := range env.Endpoints {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	found := 0
+	for _, n := range names {
+		ep := env.Endpoints[n]
+		if c.endpointFigure(n, ep, "p95", ep.P95, "p(95)") {
+			found++
+		}
+		c.endpointFigure(n, ep, "p99", ep.P99, "p(99)")
+	}
+	if len(names) > 0 && found == 0 && !opts.AllowWorkloadChange {
+		return nil, &WorkloadError{Differences: []string{fmt.Sprintf("none of the envelope's %d endpoints (%s) appear in the candidate runs", len(names), strings.Join(names, ", "))}}
+	}
+
+	// Holm across every tested figure.
+	ps := make([]float64, len(res.Figures))
+	for i, f := range res.Figures {
+		ps[i] = f.P
+	}
+	adj := stats.Holm(ps)
+	alpha := (1 - tol.Confidence) / 2 // one-sided, matching the two-sided interval
+	for i := range res.Figures {
+		f := &res.Figures[i]
+		f.PHolm = adj[i]
+		if f.Verdict == Regression && !(f.PHolm < alpha) {
+			f.Verdict = Inconclusive
+			f.Note = joinNote(f.Note, fmt.Sprintf("interval beyond tolerance, but not significant after Holm's correction across %d figures (p=%.3g)", countTested(ps), f.PHolm))
+		}
+		if f.Verdict == Regression {
+			res.Regressed = true
+		}
+	}
+	res.sentences()
+	return res, nil
+}
+
+func countTested(ps []float64) int {
+	n := 0
+	for _, p := range ps {
+		if !math.IsNaN(p) {
+			n++
+		}
+	}
+	return n
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+type comparer struct {
+	env    *envelope.Envelope
+	runs   []*k6.Run
+	tol    envelope.Tolerance
+	method string
+	seed   uint64
+	res    *Result
+}
+
+// candRPS is a run's http_reqs rate, or count over duration.
+func candRPS(r *k6.Run) (float64, bool) {
+	m := r.Metrics["http_reqs"]
+	if m == nil {
+		return 0, false
+	}
+	if v, ok := m.Values["rate"]; ok && v > 0 {
+		return v, true
+	}
+	if c, ok := m.Values["count"]; ok && r.Duration > 0 {
+		return c / r.Duration.Seconds(), true
+	}
+	return 0, false
+}
+
+// candStat reads a trend stat of http_req_duration, or of the metric get
+// returns.
+func candStat(get func(*k6.Run) *k6.Metric, stat string) func(*k6.Run) (float64, bool) {
+	return func(r *k6.Run) (float64, bool) {
+		var m *k6.Metric
+		if get == nil {
+			m = r.Metrics["http_req_duration"]
+		} else {
+			m = get(r)
+		}
+		if m == nil {
+			return 0, false
+		}
+		v, ok := m.Values[stat]
+		if !ok {
+			// Machine-readable summaries write p95, not p(95).
+			v, ok = m.Values[strings.NewReplacer("(", "", ")", "").Replace(stat)]
+		}
+		return v, ok && v > 0
+	}
+}
+
+func (c *comparer) candidates(get func(*k6.Run) (float64, bool)) ([]float64, []string) {
+	var vals []float64
+	var missing []string
+	for _, r := range c.runs {
+		if v, ok := get(r); ok {
+			vals = append(vals, v)
+		} else {
+			missing = append(missing, r.Source)
+		}
+	}
+	return vals, missing
+}
+
+// ratioFigure compares a per-run figure the envelope keeps for each
+// baseline run.
+func (c *comparer) ratioFigure(name, endpoint, unit, better string, tol float64,
+	base func(envelope.RunFigures) float64, cand func(*k6.Run) (float64, bool)) {
+	f := Figure{Name: name, Endpoint: endpoint, Unit: unit, Better: better, TolerancePct: 100 * tol, P: math.NaN(), Method: c.method}
+	var bv []float64
+	for _, r := range c.env.Runs {
+		if v := base(r); v > 0 {
+			bv = append(bv, v)
+		}
+	}
+	cv, missing := c.candidates(cand)
+	switch {
+	case len(bv) < 2:
+		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope keeps %s for %d baseline run(s); 2 are needed", name, len(bv))
+	case len(missing) > 0:
+		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s in %s", name, strings.Join(missing, ", "))
+	default:
+		var r stats.RatioCI
+		var err error
+		if c.method == "bootstrap" {
+			r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
+		} else {
+			bm, _ := stats.LogMomentsOf(bv)
+			cm, e2 := stats.LogMomentsOf(cv)
+			err = e2
+			if err == nil {
+				r, err = stats.WelchLog(bm, cm, c.tol.Confidence)
+			}
+		}
+		if err != nil {
+			f.Verdict, f.Note = NoData, err.Error()
+			break
+		}
+		f.Baseline, f.Candidate = geoMean(bv), geoMean(cv)
+		judge(&f, r, better, tol)
+	}
+	c.res.Figures = append(c.res.Figures, f)
+}
+
+// endpointFigure compares an endpoint's p95 or p99 with its band. The
+// envelope keeps only the band's min, max and run count, so the baseline
+// is taken as log-normal with mean of logs at the band's geometric
+// centre and the standard deviation of logs estimated from the range
+// (ln max - ln min)/d2(n), the classic range estimator. It reports
+// whether the candidates carry the endpoint at all.
+func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string, band envelope.Band, k6stat string) bool {
+	get := func(r *k6.Run) *k6.Metric {
+		switch {
+		case ep.Metric != "":
+			return r.Metrics[ep.Metric]
+		case ep.Tag != "":
+			if m := r.Metrics["http_req_duration{"+ep.Tag+":"+ep.Value+"}"]; m != nil {
+				return m
+			}
+			if r.GroupBy == ep.Tag {
+				return r.Groups[ep.Value]["http_req_duration"]
+			}
+		}
+		return nil
+	}
+	f := Figure{Name: stat, Endpoint: name, Unit: "ms", Better: "lower", TolerancePct: 100 * c.tol.LatencyRise, P: math.NaN(),
+		Method: "welch-log, baseline spread from the band range"}
+	cv, missing := c.candidates(candStat(get, k6stat))
+	present := len(missing) < len(c.runs)
+	switch {
+	case band.N < 2 || !(band.Min > 0) || band.Max < band.Min:
+		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope has no %s band over 2 or more runs for this endpoint", stat)
+	case len(missing) > 0:
+		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
+	default:
+		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
+		bm := stats.LogMoments{N: band.N, Mean: (lmin + lmax) / 2, SD: (lmax - lmin) / rangeD2(band.N)}
+		cm, err := stats.LogMomentsOf(cv)
+		var r stats.RatioCI
+		if err == nil {
+			r, err = stats.WelchLog(bm, cm, c.tol.Confidence)
+		}
+		if err != nil {
+			f.Verdict, f.Note = NoData, err.Error()
+			break
+		}
+		f.Baseline, f.Candidate = math.Exp(bm.Mean), geoMean(cv)
+		judge(&f, r, "lower", c.tol.LatencyRise)
+	}
+	c.res.Figures = append(c.res.Figures, f)
+	return present
+}
+
+// rangeD2 is the expected range of n standard normal values (d2), for
+// n = 2..10; beyond that √n·0.98 is close enough for n ≤ 25.
+func rangeD2(n int) float64 {
+	d2 := []float64{0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078}
+	if n < len(d2) {
+		return d2[n]
+	}
+	return math.Min(0.98*math.Sqrt(float64(n)), 3.9)
+}
+
+// judge fills the change, interval, MDC, p-value and the raw verdict.
+func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
+	f.ChangePct = 100 * r.Change()
+	f.CILowPct = 100 * (r.Low - 1)
+	f.CIHighPct = 100 * (r.High - 1)
+	f.MDCPct = 100 * r.MDC
+	f.Method = r.Method + strings.TrimPrefix(f.Method, "welch-log")
+	if better == "lower" {
+		f.P = r.PAbove(tol)
+		switch {
+		case r.Low > 1+tol:
+			f.Verdict = Regression
+		case r.High < 1-tol:
+			f.Verdict = Improvement
+		case r.High <= 1+tol:
+			f.Verdict = Pass
+		default:
+			f.Verdict = Inconclusive
+		}
+	} else {
+		f.P = r.PBelow(tol)
+		switch {
+		case r.High < 1-tol:
+			f.Verdict = Regression
+		case r.Low > 1+tol:
+			f.Verdict = Improvement
+		case r.Low >= 1-tol:
+			f.Verdict = Pass
+		default:
+			f.Verdict = Inconclusive
+		}
+	}
+	if f.Verdict == Inconclusive && r.MDC > tol {
+		f.Note = joinNote(f.Note, fmt.Sprintf("the minimum detectable change %.1f%% exceeds the tolerance %.1f%%: more runs are needed", 100*r.MDC, 100*tol))
+	}
+}
+
+// errorFigure compares the failed-request ratio with what the envelope
+// allows: its own rate plus the tolerance's error ratio. The interval is
+// Wilson's score interval on the pooled candidate requests; the p-value
+// is the exact binomial tail P(X ≥ failed | allowed rate).
+func (c *comparer) errorFigure() {
+	f := Figure{Name: "error_rate", Unit: "ratio", Better: "lower", P: math.NaN(), Method: "binomial (Wilson interval)"}
+	var failed, total float64
+	var missing []string
+	for _, r := range c.runs {
+		m := r.Metrics["http_req_failed"]
+		if m == nil {
+			missing = append(missing, r.Source)
+			continue
+		}
+		failed += m.Values["passes"]
+		total += m.Values["passes"] + m.Values["fails"]
+	}
+	allowed := c.env.Errors.Rate + c.tol.ErrorRatio
+	f.Baseline = c.env.Errors.Rate
+	f.TolerancePct = 100 * c.tol.ErrorRatio
+	if len(missing) > 0 || total == 0 {
+		f.Verdict, f.Note = NoData, "no http_req_failed in "+strings.Join(missing, ", ")
+		c.res.Figures = append(c.res.Figures, f)
+		return
+	}
+	rate := failed / total
+	f.Candidate = rate
+	f.ChangePct = 100 * (rate - f.Baseline)
+	lo, hi := wilson(failed, total, c.tol.Confidence)
+	f.CILowPct, f.CIHighPct = 100*(lo-f.Baseline), 100*(hi-f.Baseline)
+	f.MDCPct = 100 * (wilsonUpperZero(total, c.tol.Confidence))
+	f.P = binomUpperTail(int64(math.Round(failed)), int64(math.Round(total)), allowed)
+	switch {
+	case failed > 0 && lo > allowed:
+		f.Verdict = Regression
+	case failed == 0 || hi <= allowed:
+		f.Verdict = Pass
+	case hi < f.Baseline:
+		f.Verdict = Improvement
+	default:
+		f.Verdict = Inconclusive
+	}
+	if allowed == 0 && failed > 0 {
+		f.Note = fmt.Sprintf("%d of %d requests failed; the envelope allows none", int64(failed), int64(total))
+	}
+	c.res.Figures = append(c.res.Figures, f)
+}
+
+// wilson is the Wilson score interval of k successes in n at confidence.
+func wilson(k, n, confidence float64) (float64, float64) {
+	z := normQuantile(1 - (1-confidence)/2)
+	p := k / n
+	den := 1 + z*z/n
+	centre := (p + z*z/(2*n)) / den
+	half := z * math.Sqrt(p*(1-p)/n+z*z/(4*n*n)) / den
+	return math.Max(0, centre-half), math.Min(1, centre+half)
+}
+
+// wilsonUpperZero is the smallest error rate these many requests can
+// tell from zero: the Wilson upper bound with no failures.
+func wilsonUpperZero(n, confidence float64) float64 {
+	_, hi := wilson(0, n, confidence)
+	return hi
+}
+
+// binomUpperTail is P(X ≥ k) for X ~ Binomial(n, p), summed in log space.
+func binomUpperTail(k, n int64, p float64) float64 {
+	if k <= 0 {
+		return 1
+	}
+	if p <= 0 {
+		return 0
+	}
+	if p >= 1 {
+		return 1
+	}
+	lp, lq := math.Log(p), math.Log1p(-p)
+	ln, _ := math.Lgamma(float64(n + 1))
+	var sum float64
+	for i := k; i <= n; i++ {
+		li, _ := math.Lgamma(float64(i + 1))
+		lr, _ := math.Lgamma(float64(n - i + 1))
+		term := math.Exp(ln - li - lr + float64(i)*lp + float64(n-i)*lq)
+		sum += term
+		if term < 1e-18*sum && float64(i) > float64(n)*p {
+			break
+		}
+	}
+	return math.Min(1, sum)
+}
+
+// normQuantile is the standard normal quantile (Acklam's rational
+// approximation refined by one Newton step; |error| < 1e-12).
+func normQuantile(p float64) float64 {
+	a := []float64{-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00}
+	b := []float64{-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01}
+	cc := []float64{-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00}
+	d := []float64{7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00}
+	var x float64
+	switch {
+	case p < 0.02425:
+		q := math.Sqrt(-2 * math.Log(p))
+		x = (((((cc[0]*q+cc[1])*q+cc[2])*q+cc[3])*q+cc[4])*q + cc[5]) / ((((d[0]*q+d[1])*q+d[2])*q+d[3])*q + 1)
+	case p > 1-0.02425:
+		q := math.Sqrt(-2 * math.Log1p(-p))
+		x = -(((((cc[0]*q+cc[1])*q+cc[2])*q+cc[3])*q+cc[4])*q + cc[5]) / ((((d[0]*q+d[1])*q+d[2])*q+d[3])*q + 1)
+	default:
+		q := p - 0.5
+		r := q * q
+		x = (((((a[0]*r+a[1])*r+a[2])*r+a[3])*r+a[4])*r + a[5]) * q / (((((b[0]*r+b[1])*r+b[2])*r+b[3])*r+b[4])*r + 1)
+	}
+	e := 0.5*math.Erfc(-x/math.Sqrt2) - p
+	u := e * math.Sqrt(2*math.Pi) * math.Exp(x*x/2)
+	return x - u/(1+x*u/2)
+}
+
+func geoMean(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += math.Log(x)
+	}
+	return math.Exp(s / float64(len(xs)))
+}
+
+// runVUs is a run's peak VU count from vus_max or vus, 0 when unknown.
+func runVUs(r *k6.Run) int {
+	for _, name := range []string{"vus_max", "vus"} {
+		if m := r.Metrics[name]; m != nil {
+			for _, k := range []string{"max", "value"} {
+				if v, ok := m.Values[k]; ok && v > 0 {
+					return int(math.Round(v))
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// workloadDiffs names how the candidates' workload differs from the
+// envelope's (VUs, duration), and the candidates' common VU count.
+func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
+	var diffs []string
+	w := env.Provenance.Workload
+	vus := -1
+	for _, r := range runs {
+		v := runVUs(r)
+		if vus == -1 {
+			vus = v
+		} else if v != vus {
+			vus = 0
+		}
+		if w.VUs > 0 && v > 0 && v != w.VUs {
+			diffs = append(diffs, fmt.Sprintf("%s ran %d VUs, the baseline %d", r.Source, v, w.VUs))
+		}
+		if w.Duration != "" && r.Duration > 0 {
+			if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 {
+				if ratio := r.Duration.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
+					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, r.Duration.Round(time.Second), d))
+				}
+			}
+		}
+	}
+	if vus < 0 {
+		vus = 0
+	}
+	return diffs, vus
+}

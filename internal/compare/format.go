@@ -1,0 +1,121 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// sentences writes the Phase 3 statements for the headline figures:
+// "At 100 VUs, aggregate p95 rose 12.3% versus baseline (95% CI …)".
+func (r *Result) sentences() {
+	lead := ""
+	if r.VUs > 0 && r.BaselineVUs > 0 && r.VUs != r.BaselineVUs {
+		lead = fmt.Sprintf("At %d VUs, ", r.VUs)
+	}
+	ci := fmt.Sprintf("%.0f%% CI", 100*r.Confidence)
+	for _, f := range r.Figures {
+		if f.Endpoint != "" || f.Verdict == NoData {
+			continue
+		}
+		var s string
+		switch f.Name {
+		case "error_rate":
+			s = fmt.Sprintf("the error rate was %.3f%% versus %.3f%% in the baseline (%s %.3f%% to %.3f%%): %s.",
+				100*f.Candidate, 100*f.Baseline, ci, 100*f.Baseline+f.CILowPct, 100*f.Baseline+f.CIHighPct, f.Verdict)
+		default:
+			verb := "rose"
+			if f.ChangePct < 0 {
+				verb = "fell"
+			}
+			if math.Abs(f.ChangePct) < 0.05 {
+				verb = "was unchanged at"
+			}
+			s = fmt.Sprintf("%s %s %.1f%% versus baseline (%s %+.1f%% to %+.1f%%, tolerance %.0f%%, MDC %.1f%%): %s.",
+				f.Label(), verb, math.Abs(f.ChangePct), ci, f.CILowPct, f.CIHighPct, f.TolerancePct, f.MDCPct, f.Verdict)
+			if verb == "was unchanged at" {
+				s = strings.Replace(s, "unchanged at 0.0% versus", "unchanged versus", 1)
+			}
+		}
+		if lead != "" {
+			s = lead + s
+		} else {
+			s = strings.ToUpper(s[:1]) + s[1:]
+		}
+		r.Sentences = append(r.Sentences, s)
+	}
+}
+
+// WriteText writes the sentences and a table of every figure.
+func (r *Result) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Envelope %s vs %d candidate run(s): %s\n", r.Envelope, len(r.Candidates), strings.Join(r.Candidates, ", "))
+	fmt.Fprintf(&b, "Method: %s, %.0f%% confidence, Holm across figures.\n\n", r.Method, 100*r.Confidence)
+	for _, s := range r.Sentences {
+		fmt.Fprintf(&b, "%s\n", s)
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
+	for _, f := range r.Figures {
+		if f.Verdict == NoData {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", f.Label(), f.Verdict)
+			continue
+		}
+		unit := "%"
+		base, cand := fmt.Sprintf("%.2f %s", f.Baseline, f.Unit), fmt.Sprintf("%.2f %s", f.Candidate, f.Unit)
+		if f.Name == "error_rate" {
+			unit = "pp"
+			base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f%s\t[%+.2f, %+.2f]\t%.2f%s\t%.1f%s\t%.3g\t%s\n",
+			f.Label(), base, cand, f.ChangePct, unit, f.CILowPct, f.CIHighPct, f.MDCPct, unit, f.TolerancePct, unit, f.PHolm, f.Verdict)
+	}
+	tw.Flush()
+	var notes []string
+	for _, f := range r.Figures {
+		if f.Note != "" {
+			notes = append(notes, fmt.Sprintf("- %s: %s", f.Label(), f.Note))
+		}
+	}
+	for _, wn := range r.Warnings {
+		notes = append(notes, "- warning: "+wn)
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nNotes:\n" + strings.Join(notes, "\n") + "\n")
+	}
+	if r.Regressed {
+		b.WriteString("\nResult: REGRESSION\n")
+	} else {
+		b.WriteString("\nResult: no regression\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the result; NaN p-values (untested figures) are null.
+func (r *Result) WriteJSON(w io.Writer) error {
+	type fig struct {
+		Figure
+		P     *float64 `json:"p"`
+		PHolm *float64 `json:"p_holm"`
+	}
+	out := struct {
+		*Result
+		Figures []fig `json:"figures"`
+	}{Result: r}
+	for _, f := range r.Figures {
+		x := fig{Figure: f}
+		if !math.IsNaN(f.P) {
+			p, ph := f.P, f.PHolm
+			x.P, x.PHolm = &p, &ph
+		}
+		out.Figures = append(out.Figures, x)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,128 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/envelope-dev/envelope/internal/chart"
+)
+
+// WriteChart draws the measured throughput and the fitted USL curve, with
+// a marker at the linear-scaling limit and the peak, into
+// dir/light/name.png and dir/dark/name.png (the report themes). The
+// chart package draws on category axes; a fitted curve needs a numeric
+// X axis, so this chart is drawn here with the same themes.
+func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
+	var ps chart.Paths
+	for _, t := range chart.Themes() {
+		p, err := s.plot(t)
+		if err != nil {
+			return ps, err
+		}
+		path := filepath.Join(dir, t.Name, name+".png")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return ps, err
+		}
+		if err := p.Save(640, 360, path); err != nil {
+			return ps, err
+		}
+		rel := filepath.ToSlash(filepath.Join(filepath.Base(dir), t.Name, name+".png"))
+		if t.Name == chart.Dark.Name {
+			ps.Dark = rel
+		} else {
+			ps.Light = rel
+		}
+	}
+	return ps, nil
+}
+
+func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "Throughput by load level (USL fit)"
+	p.X.Label.Text = s.Unit
+	p.Y.Label.Text = "req/s"
+	p.BackgroundColor = t.Background
+	p.Title.TextStyle.Color = t.Foreground
+	p.Legend.TextStyle.Color = t.Foreground
+	// Bottom right stays empty: the curve rises at the left and runs high.
+	p.Legend.Top = false
+	p.Legend.Left = false
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Color = t.Foreground
+		a.Label.TextStyle.Color = t.Foreground
+		a.Tick.Color = t.Foreground
+		a.Tick.Label.Color = t.Foreground
+	}
+	grid := plotter.NewGrid()
+	grid.Vertical.Color, grid.Horizontal.Color = t.Grid, t.Grid
+	p.Add(grid)
+
+	maxLevel := s.Points[len(s.Points)-1].Level
+	hi := maxLevel * 1.15
+	if !math.IsInf(s.Peak, 1) && s.Peak > maxLevel && s.Peak < 2*maxLevel {
+		hi = s.Peak * 1.1
+	}
+	const steps = 200
+	curve := make(plotter.XYs, 0, steps+1)
+	ideal := make(plotter.XYs, 0, 2)
+	for i := 0; i <= steps; i++ {
+		n := 1 + (hi-1)*float64(i)/steps
+		if n <= 0 {
+			continue
+		}
+		curve = append(curve, plotter.XY{X: n, Y: s.Fit.Throughput(n)})
+	}
+	ideal = append(ideal, plotter.XY{X: 0, Y: 0}, plotter.XY{X: hi, Y: s.Fit.Lambda * hi})
+	meas := make(plotter.XYs, len(s.Points))
+	ymax := 0.0
+	for i, pt := range s.Points {
+		meas[i] = plotter.XY{X: pt.Level, Y: pt.Throughput}
+		ymax = math.Max(ymax, pt.Throughput)
+	}
+	for _, c := range curve {
+		ymax = math.Max(ymax, c.Y)
+	}
+	lin, err := plotter.NewLine(ideal)
+	if err != nil {
+		return nil, err
+	}
+	lin.Color = t.Grid
+	lin.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+	fit, err := plotter.NewLine(curve)
+	if err != nil {
+		return nil, err
+	}
+	fit.Color = t.Palette[0]
+	fit.Width = vg.Points(2)
+	sc, err := plotter.NewScatter(meas)
+	if err != nil {
+		return nil, err
+	}
+	sc.Color = t.Palette[1]
+	sc.Shape = draw.CircleGlyph{}
+	sc.Radius = vg.Points(3.5)
+	p.Add(lin, fit, sc)
+	p.Legend.Add("linear (λN)", lin)
+	p.Legend.Add(fmt.Sprintf("USL σ=%.3g κ=%.3g", s.Fit.Sigma, s.Fit.Kappa), fit)
+	p.Legend.Add("measured", sc)
+	if s.LinearLimit <= hi {
+		v, err := plotter.NewLine(plotter.XYs{{X: s.LinearLimit, Y: 0}, {X: s.LinearLimit, Y: ymax * 1.05}})
+		if err != nil {
+			return nil, err
+		}
+		v.Color = t.Palette[3]
+		v.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+		p.Add(v)
+		p.Legend.Add(fmt.Sprintf("%.0f%% efficiency at %.0f", 100*s.Efficiency, s.LinearLimit), v)
+	}
+	p.X.Min, p.X.Max = 0, hi
+	p.Y.Min, p.Y.Max = 0, ymax*1.1
+	return p, nil
+}

@@ -1,0 +1,61 @@
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/envelope-dev/envelope/internal/catalogue"
+)
+
+// Envelope bands, read from the exporter's envelope gauges so that the
+// dashboards draw whichever envelope the exporter was started with. Each
+// returns PromQL for the lower and upper edge; max() collapses the
+// gauges of several exporters serving the same envelope into one line.
+
+func throughputBand() (string, string) {
+	return fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputMin.Name),
+		fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputMax.Name)
+}
+
+// percentileLabel is the envelope gauges' percentile label value.
+func percentileLabel(q float64) string { return ftoa(q * 100) }
+
+// latencyBand is the overall http_req_duration band of one percentile
+// (0.5, 0.95 or 0.99): the gauges without an endpoint.
+func latencyBand(q float64) (string, string) {
+	m := fmt.Sprintf(`{metric=%q, endpoint="", percentile=%q}`, catalogue.HTTPReqDuration.Name, percentileLabel(q))
+	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMin.Name, m),
+		fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMax.Name, m)
+}
+
+// endpointBand is the band of one percentile per endpoint whose envelope
+// entry selects http_req_duration by the k6 name tag, relabelled to
+// `name` so it lines up with the endpoint's own series.
+func endpointBand(q float64) (string, string) {
+	f := func(d catalogue.Desc) string {
+		return fmt.Sprintf(`label_replace(max by (value) (%s{tag=%q, value=~"$endpoint", percentile=%q}), %q, "$1", "value", "(.*)")`,
+			d.Name, endpointLabel, percentileLabel(q), endpointLabel)
+	}
+	return f(catalogue.EnvelopeLatencyMin), f(catalogue.EnvelopeLatencyMax)
+}
+
+// trendBand is the band of one percentile of a custom trend metric
+// endpoint, selected by the `trend` variable.
+func trendBand(q float64) (string, string) {
+	m := fmt.Sprintf(`{metric="$trend", percentile=%q}`, percentileLabel(q))
+	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMin.Name, m),
+		fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMax.Name, m)
+}
+
+func cvBound() string { return fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputCVMax.Name) }
+
+func errorBudget() string { return fmt.Sprintf("max(%s)", catalogue.EnvelopeErrorBudget.Name) }
+
+// alertNames matches the names of the generated alerts (internal/rules:
+// K6Envelope* for the k6 envelope, ECS* for the service on ECS); a test
+// checks every generated alert against it.
+const alertNames = "K6Envelope.+|ECS.+"
+
+// firingAlerts selects the envelope alerts that are firing.
+func firingAlerts() string {
+	return fmt.Sprintf(`ALERTS{alertstate="firing", alertname=~%q}`, alertNames)
+}

@@ -1,0 +1,247 @@
+package dashboards
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+
+	"github.com/envelope-dev/envelope/internal/catalogue"
+)
+
+var byTestID = []string{"testid"}
+
+// overview: the test against its envelope at a glance.
+func overview(b *board, o Options) {
+	reqs := catalogue.HTTPReqs
+
+	b.row("Now")
+	tp := b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "Throughput",
+		Desc:    "HTTP requests per second over all selected tests and scenarios (k6 http_reqs), summed across k6 instances and exporters.",
+		Unit:    units.RequestsPerSecond,
+		Targets: []target{{Expr: rate(reqs, nil), Legend: "req/s"}},
+	})
+	if e := o.Envelope; e != nil && e.Throughput.Min > 0 {
+		// Red below the envelope's lowest run, green inside the band.
+		tp.Thresholds(thresholds("red", at(e.Throughput.Min, "green")))
+	}
+	b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "Error ratio",
+		Desc:    "Failed requests over all requests (http_req_failed), from summed counters. Any failure is red when the envelope holds zero errors.",
+		Unit:    units.PercentUnit,
+		Targets: []target{{Expr: errorRatio(nil, "$__rate_interval"), Legend: "failed"}},
+	}).Thresholds(thresholds("green", at(errorLimit(o), "red"))).Decimals(3)
+	p95 := b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "p95 latency",
+		Desc:    "95th percentile of http_req_duration from the summed native histogram rate (classic buckets as fallback); never an average of per-series quantiles.",
+		Unit:    units.Seconds,
+		Targets: []target{{Expr: quantile(0.95, catalogue.HTTPReqDuration, nil, "$__rate_interval"), Legend: "p95"}},
+	})
+	if e := o.Envelope; e != nil && e.Latency.P95.Max > 0 {
+		p95.Thresholds(thresholds("green", at(e.Latency.P95.Max/1000, "red")))
+	}
+	b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "VUs",
+		Desc:    "Active k6 virtual users, summed over k6 instances.",
+		Unit:    units.Short,
+		Targets: []target{{Expr: fmt.Sprintf("sum (%s)", sel(catalogue.VUs)), Legend: "VUs"}},
+	})
+	b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "Requests",
+		Desc:    "Requests made by the selected tests, exact: the cumulative request counters at the end of the time range, summed. Covers each run from its start.",
+		Unit:    units.Short,
+		Targets: []target{{Expr: exact(reqs, nil), Legend: "requests", Instant: true}},
+	}).GraphMode(common.BigValueGraphModeNone)
+	b.stat(4, 4, "lastNotNull", panelSpec{
+		Title:   "Envelope alerts firing",
+		Desc:    "Envelope alerts firing now (ALERTS from the generated rules). 0 means the test is inside its envelope.",
+		Unit:    units.Short,
+		Targets: []target{{Expr: fmt.Sprintf("count (%s) or vector(0)", firingAlerts()), Legend: "firing"}},
+	}).Thresholds(thresholds("green", at(1.0, "red")))
+
+	b.row("Throughput")
+	tpLo, tpHi := throughputBand()
+	p := b.timeseries(12, 9, panelSpec{
+		Title: "Throughput against the envelope band",
+		Desc:  "Request rate per testid. The shaded corridor is the envelope's throughput band (lowest to highest baseline run), from the exporter's envelope gauges; staying above the lower edge is the goal.",
+		Unit:  units.RequestsPerSecond,
+		Targets: withBand(
+			[]target{{Expr: rate(reqs, byTestID), Legend: "{{testid}}"}},
+			tpLo, tpHi),
+	})
+	bandOverrides(p, bandLower, bandUpper, "green")
+	if e := o.Envelope; e != nil && e.Throughput.Min > 0 {
+		p.Thresholds(thresholds("transparent", at(e.Throughput.Min, "red"))).ThresholdsStyle(lineThresholds())
+	}
+	b.timeseries(12, 9, panelSpec{
+		Title: "Iteration rate",
+		Desc:  "Completed iterations per second per testid, and iterations k6 could not start (dropped: an arrival-rate executor ran out of VUs, a sign the system under test or the load generator saturated).",
+		Unit:  "iters/s",
+		Targets: []target{
+			{Expr: rate(catalogue.Iterations, byTestID), Legend: "{{testid}} completed"},
+			{Expr: rate(catalogue.DroppedIterations, byTestID), Legend: "{{testid}} dropped"},
+		},
+	})
+
+	b.row("Errors and load")
+	er := b.timeseries(8, 8, panelSpec{
+		Title: "Error ratio",
+		Desc:  "Failed requests over all requests per testid (http_req_failed), from summed counters, never an average of ratios, against the envelope's error budget (0 when the baseline had no errors: any failure alerts).",
+		Unit:  units.PercentUnit,
+		Targets: []target{
+			{Expr: errorRatio(byTestID, "$__rate_interval"), Legend: "{{testid}}"},
+			{Expr: errorBudget(), Legend: "error budget"},
+		},
+	})
+	er.Thresholds(thresholds("transparent", at(errorLimit(o), "red"))).ThresholdsStyle(lineThresholds())
+	fixedColor(er, "error budget", "red")
+	b.timeseries(8, 8, panelSpec{
+		Title: "Virtual users",
+		Desc:  "Active and allocated k6 VUs per testid, summed over k6 instances.",
+		Unit:  units.Short,
+		Targets: []target{
+			{Expr: fmt.Sprintf("sum by (testid) (%s)", sel(catalogue.VUs)), Legend: "{{testid}} active"},
+			{Expr: fmt.Sprintf("sum by (testid) (%s)", sel(catalogue.VUsMax)), Legend: "{{testid}} allocated"},
+		},
+	})
+	cv := b.timeseries(8, 8, panelSpec{
+		Title: "Throughput CV (alert view)",
+		Desc:  "Coefficient of variation of the 1m request rate over 10m, as the recording rule computes it for the CV alert, against the envelope's CV bound.",
+		Unit:  units.PercentUnit,
+		Targets: []target{
+			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecThroughputCV), Legend: "{{testid}}"},
+			{Expr: cvBound(), Legend: "CV bound"},
+		},
+	})
+	fixedColor(cv, "CV bound", "red")
+
+	b.row("Latency")
+	for _, q := range []struct {
+		q    float64
+		name string
+		band func() (string, string)
+		max  float64
+	}{
+		{0.50, "p50", func() (string, string) { return latencyBand(0.50) }, envMax(o, "median")},
+		{0.95, "p95", func() (string, string) { return latencyBand(0.95) }, envMax(o, "p95")},
+		{0.99, "p99", func() (string, string) { return latencyBand(0.99) }, envMax(o, "p99")},
+	} {
+		lo, hi := q.band()
+		p := b.timeseries(8, 9, panelSpec{
+			Title: q.name + " latency against the envelope band",
+			Desc: fmt.Sprintf("%s of http_req_duration per testid from histogram_quantile over the summed native histogram rate (classic buckets as fallback). The corridor is the envelope's %s band across baseline runs.",
+				q.name, q.name),
+			Unit: units.Seconds,
+			Targets: withBand(
+				[]target{{Expr: quantile(q.q, catalogue.HTTPReqDuration, byTestID, "$__rate_interval"), Legend: "{{testid}}"}},
+				lo, hi),
+		})
+		bandOverrides(p, bandLower, bandUpper, "green")
+		if q.max > 0 {
+			p.Thresholds(thresholds("transparent", at(q.max, "red"))).ThresholdsStyle(lineThresholds())
+		}
+	}
+
+	b.row("Checks and transfer")
+	checks := catalogue.Checks
+	b.table(12, 8, panelSpec{
+		Title: "Checks",
+		Desc:  "k6 checks per check name, exact over each run from its start to the end of the range: passes, failures and pass ratio from the cumulative check counters (condition nonzero = passed), never an average of rates.",
+		Unit:  units.Short,
+		Targets: []target{
+			{Expr: exact(checks, []string{"check"}, `condition="nonzero"`), Instant: true, Table: true},
+			{Expr: exact(checks, []string{"check"}, `condition="zero"`), Instant: true, Table: true},
+			{Expr: fmt.Sprintf("%s / %s", exact(checks, []string{"check"}, `condition="nonzero"`), exact(checks, []string{"check"})), Instant: true, Table: true},
+		},
+	}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(organizeColumns(map[string]string{
+			"check": "Check", "Value #A": "Passes", "Value #B": "Failures", "Value #C": "Pass ratio",
+		}, []string{"check", "Value #A", "Value #B", "Value #C"})).
+		OverrideByName("Pass ratio", []dashboard.DynamicConfigValue{
+			{Id: "unit", Value: units.PercentUnit},
+			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+			{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []map[string]any{
+				{"value": nil, "color": "red"}, {"value": 1, "color": "green"}}}},
+		})
+	b.timeseries(12, 8, panelSpec{
+		Title: "Data transfer",
+		Desc:  "Bytes per second k6 sent and received per testid (data_sent, data_received): a drop at the same request rate means smaller responses, often error pages.",
+		Unit:  "Bps",
+		Targets: []target{
+			{Expr: rate(catalogue.DataSent, byTestID), Legend: "{{testid}} sent"},
+			{Expr: rate(catalogue.DataReceived, byTestID), Legend: "{{testid}} received"},
+		},
+	})
+
+	b.row("Alerts")
+	b.table(12, 8, panelSpec{
+		Title:   "Firing envelope alerts",
+		Desc:    "Envelope alerts firing at the end of the time range, one row per alert and label set. Each links to its runbook through the alert's runbook_url.",
+		Unit:    units.Short,
+		Targets: []target{{Expr: firingAlerts(), Instant: true, Table: true}},
+	}).WithTransformation(dashboard.DataTransformerConfig{
+		Id: "organize",
+		Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true, "Value": true, "__name__": true, "alertstate": true},
+		},
+	})
+	r := b.timeseries(12, 8, panelSpec{
+		Title: "Distance to the envelope (alert view)",
+		Desc:  "Recorded ratios the saturation alerts read: throughput over the envelope mean, and p95 over the top of the envelope's p95 band. 100% is at the envelope.",
+		Unit:  units.PercentUnit,
+		Targets: []target{
+			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecThroughputVsEnvelope), Legend: "{{testid}} throughput / mean"},
+			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecLatencyP95VsEnvelope), Legend: "{{testid}} p95 / band max"},
+		},
+	})
+	r.Thresholds(thresholds("transparent", at(1.0, "orange"))).ThresholdsStyle(lineThresholds())
+}
+
+// errorLimit is the error ratio above which panels turn red: the
+// envelope's tolerated ratio, or the smallest positive ratio when the
+// envelope holds zero errors.
+func errorLimit(o Options) float64 {
+	if o.Envelope != nil && o.Envelope.Tolerance.ErrorRatio > 0 {
+		return o.Envelope.Tolerance.ErrorRatio
+	}
+	return 1e-9
+}
+
+// envMax is the top of an envelope latency band in seconds, 0 without an envelope.
+func envMax(o Options, which string) float64 {
+	if o.Envelope == nil {
+		return 0
+	}
+	l := o.Envelope.Latency
+	switch which {
+	case "median":
+		return l.Median.Max / 1000
+	case "p95":
+		return l.P95.Max / 1000
+	case "p99":
+		return l.P99.Max / 1000
+	}
+	return 0
+}
+
+// Band series names, styled by bandOverrides.
+const (
+	bandLower = "band min"
+	bandUpper = "band max"
+)
+
+// withBand appends the band's lower and upper queries to ts.
+func withBand(ts []target, lower, upper string) []target {
+	if lower == "" || upper == "" {
+		return ts
+	}
+	return append(ts, target{Expr: lower, Legend: bandLower}, target{Expr: upper, Legend: bandUpper})
+}
+
+// lineThresholds draws thresholds as lines on a time series.
+func lineThresholds() *common.GraphThresholdsStyleConfigBuilder {
+	return common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)
+}

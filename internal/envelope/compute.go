@@ -1,0 +1,594 @@
+package envelope
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/stats"
+)
+
+// Input is one run with the provenance of the file it came from.
+type Input struct {
+	Run    *k6.Run
+	Source Source // File (relative name), SHA256, Format, ...
+}
+
+// Options steer Compute.
+type Options struct {
+	Name       string
+	GroupBy    string        // tag whose values become endpoint bands ("" = none)
+	SkipWarmup time.Duration // recorded in provenance; the loader applied it
+	// Force accepts runs whose workloads or metric sets differ; the
+	// differences become warnings instead of an error.
+	Force bool
+	// Workload from a `k6 inspect` options file; nil when not given.
+	Workload *Workload
+	// GeneratedAt overrides the provenance date; zero means the latest
+	// time the sources tell (absent when none does).
+	GeneratedAt time.Time
+	// Tolerance to write; nil means DefaultTolerance().
+	Tolerance *Tolerance
+}
+
+// Limits of the saturation verdict, on run-level figures.
+const (
+	// SaturationMaxCV is the largest throughput CV across runs still read
+	// as steady throughput.
+	SaturationMaxCV = 0.05
+	// SaturationMaxBandWidth is the largest (max-min)/min of the p95 and
+	// p99 bands still read as tight.
+	SaturationMaxBandWidth = 0.25
+	// SaturationMaxDrift is the largest change between the first and the
+	// second half of a run (throughput drop, p95 rise) still read as steady.
+	SaturationMaxDrift = 0.10
+)
+
+// ErrNoRuns is returned when Compute gets no input.
+var ErrNoRuns = errors.New("no runs given")
+
+// builtinTrends are k6's own trend metrics; every other trend is a custom
+// metric and becomes an endpoint band, as the document's "Actor GET",
+// "Auth login" and the rest are.
+var builtinTrends = map[string]bool{
+	"http_req_duration": true, "http_req_blocked": true, "http_req_connecting": true,
+	"http_req_tls_handshaking": true, "http_req_sending": true, "http_req_waiting": true,
+	"http_req_receiving": true, "iteration_duration": true, "group_duration": true,
+	"ws_connecting": true, "ws_session_duration": true, "ws_ping": true,
+	"grpc_req_duration": true, "browser_http_req_duration": true,
+	"browser_web_vital_cls": true, "browser_web_vital_fcp": true, "browser_web_vital_fid": true,
+	"browser_web_vital_inp": true, "browser_web_vital_lcp": true, "browser_web_vital_ttfb": true,
+}
+
+// Compute derives the envelope from repeated runs by the document's
+// method: one value per run for throughput, iteration rate and requests
+// per iteration (mean, min, max, sample stddev, CV, 95% CI, minimum
+// detectable change); http_req_duration percentiles as bands (min and max
+// of the run values, never averaged); medians and averages as bands with
+// the mean of the run values; failed requests summed over runs; a band per
+// custom trend and per --group-by tag value.
+func Compute(in []Input, opts Options) (*Envelope, error) {
+	if len(in) == 0 {
+		return nil, ErrNoRuns
+	}
+	tol := DefaultTolerance()
+	if opts.Tolerance != nil {
+		tol = *opts.Tolerance
+	}
+	conf := tol.Confidence
+	if conf <= 0 || conf >= 1 {
+		conf = 0.95
+	}
+	env := &Envelope{
+		APIVersion: APIVersion,
+		Kind:       Kind,
+		Name:       opts.Name,
+		Tolerance:  tol,
+		Endpoints:  map[string]Endpoint{},
+	}
+	var warn []string
+	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+
+	// Workload and metric-set consistency first: a band over different
+	// workloads means nothing.
+	diffs := compareRuns(in)
+	if len(diffs) > 0 && !opts.Force {
+		return nil, fmt.Errorf("runs differ, so they do not form one baseline (use --force to accept):\n  %s", strings.Join(diffs, "\n  "))
+	}
+	for _, d := range diffs {
+		w("accepted with --force: %s", d)
+	}
+
+	n := len(in)
+	switch {
+	case n == 1:
+		w("a single run: no run-to-run spread, confidence interval or minimum detectable change can be estimated; repeat the test at least 3 times")
+	case n < 3:
+		w("only %d runs: the confidence interval is wide (t(0.975, %d) = %.2f) and a band of %d values says little; repeat the test at least 3 times", n, n-1, stats.TQuantile(0.975, float64(n-1)), n)
+	}
+
+	env.Provenance = provenance(in, opts)
+	if opts.SkipWarmup > 0 && in[0].Run.Mode == k6.ModeSummary {
+		w("--skip-warmup %s has no effect on summary files, whose figures cover the whole run; give --out json or csv files to drop the warm-up", opts.SkipWarmup)
+	}
+
+	var rps, ips, rpi []float64
+	for _, r := range in {
+		f, err := runFigures(r)
+		if err != nil {
+			return nil, err
+		}
+		env.Runs = append(env.Runs, f)
+		rps = append(rps, f.RPS)
+		if f.Iterations > 0 {
+			ips = append(ips, f.IterationsPerS)
+			rpi = append(rpi, f.RequestsPerIter)
+		}
+		env.Errors.Failed += f.Failed
+		env.Errors.Total += f.Requests
+	}
+	if len(ips) < n {
+		w("%d of %d runs have no iterations metric: the iteration rate and requests per iteration rest on %d runs", n-len(ips), n, len(ips))
+	}
+	env.Throughput = spread(rps, conf)
+	env.Iterations = spread(ips, conf)
+	env.RequestsPerIteration = spread(rpi, conf)
+	if env.Errors.Total > 0 {
+		env.Errors.Rate = round6(float64(env.Errors.Failed) / float64(env.Errors.Total))
+	}
+
+	// Overall latency bands from http_req_duration.
+	var missing []string
+	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics["http_req_duration"] })
+	if env.Latency.Median.N == 0 && env.Latency.P95.N == 0 {
+		w("no run has http_req_duration: the latency bands are empty")
+	}
+	for _, m := range missing {
+		w("http_req_duration %s", m)
+	}
+	for i := range env.Runs {
+		env.Runs[i].MaxOutlier = env.Latency.P99.N > 0 && env.Runs[i].Max > env.Latency.P99.Max
+	}
+
+	// Endpoint bands: custom trends, tagged sub-metrics, --group-by values.
+	for _, key := range endpointKeys(in, opts.GroupBy) {
+		ep := key.ep
+		bands, miss := latencyBands(in, key.get)
+		ep.Avg, ep.Median, ep.P95, ep.P99, ep.Max = bands.Avg, bands.Median, bands.P95, bands.P99, bands.Max
+		env.Endpoints[key.name] = ep
+		for _, m := range miss {
+			w("endpoint %s: %s", key.name, m)
+		}
+	}
+	env.Endpoints = withShares(env.Endpoints, in, opts.GroupBy)
+
+	// Bands resting on one run (but more were given) are flagged.
+	if n > 1 {
+		for _, name := range sortedKeys(env.Endpoints) {
+			if e := env.Endpoints[name]; e.P95.N == 1 || (e.P95.N == 0 && e.Avg.N == 1) {
+				w("endpoint %s: its band rests on a single run", name)
+			}
+		}
+	}
+	env.Saturation = saturation(env, in)
+	env.Warnings = warn
+	return env, nil
+}
+
+// spread summarizes one value per run, rounded for the file.
+func spread(xs []float64, conf float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := stats.Summarize(xs, conf)
+	mdc := stats.MDC(len(xs), s.CV, 1-conf, 0.8)
+	if math.IsNaN(mdc) {
+		mdc = 0
+	}
+	cv := s.CV
+	if math.IsNaN(cv) {
+		cv = 0
+	}
+	return Spread{
+		N: s.N, Mean: round6(s.Mean), Min: round6(s.Min), Max: round6(s.Max),
+		StdDev: round6(s.StdDev), CV: round6(cv),
+		CILow: round6(s.CILow), CIHigh: round6(s.CIHigh), MDC: round6(mdc),
+	}
+}
+
+// round6 keeps six significant digits: the file stays readable and
+// byte-stable, and no figure the document quotes loses a digit.
+func round6(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return x
+	}
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 6, 64), 64)
+	return v
+}
+
+// runFigures reads one run's headline figures.
+func runFigures(in Input) (RunFigures, error) {
+	r := in.Run
+	name := in.Source.File
+	f := RunFigures{Source: name, DurationSeconds: round6(r.Duration.Seconds())}
+	reqs := r.Metrics["http_reqs"]
+	if reqs == nil {
+		return f, fmt.Errorf("%s: no http_reqs metric: the envelope's throughput is each run's http_reqs rate, so a run must have made HTTP requests (and the metric must not be filtered out of the file)", name)
+	}
+	count, ok := reqs.Values["count"]
+	if !ok {
+		return f, fmt.Errorf("%s: metric http_reqs: field count is missing", name)
+	}
+	rate, ok := reqs.Values["rate"]
+	if !ok || rate <= 0 {
+		if r.Duration <= 0 {
+			return f, fmt.Errorf("%s: metric http_reqs: field rate is missing and the run's duration is unknown", name)
+		}
+		rate = count / r.Duration.Seconds()
+	}
+	f.Requests = int64(math.Round(count))
+	f.RPS = round6(rate)
+	if it := r.Metrics["iterations"]; it != nil {
+		c := it.Values["count"]
+		ir, ok := it.Values["rate"]
+		if !ok && r.Duration > 0 {
+			ir = c / r.Duration.Seconds()
+		}
+		f.Iterations = int64(math.Round(c))
+		f.IterationsPerS = round6(ir)
+		if c > 0 {
+			f.RequestsPerIter = round6(count / c)
+		}
+	}
+	if fm := r.Metrics["http_req_failed"]; fm != nil {
+		f.Failed = int64(math.Round(fm.Values["passes"]))
+	}
+	if d := r.Metrics["http_req_duration"]; d != nil {
+		f.Avg = round6(d.Values["avg"])
+		f.Median = round6(d.Values["med"])
+		f.P95 = round6(d.Values["p(95)"])
+		f.P99 = round6(d.Values["p(99)"])
+		f.Max = round6(d.Values["max"])
+	}
+	return f, nil
+}
+
+// latencyBands builds the five bands of one trend over the runs that have
+// it, and says which statistics some runs lack.
+func latencyBands(in []Input, get func(*k6.Run) *k6.Metric) (Latency, []string) {
+	var l Latency
+	var missing []string
+	for _, st := range []struct {
+		key  string
+		band *Band
+		mean bool
+	}{
+		{"avg", &l.Avg, true}, {"med", &l.Median, true}, {"p(95)", &l.P95, false},
+		{"p(99)", &l.P99, false}, {"max", &l.Max, false},
+	} {
+		var xs []float64
+		present := 0
+		for _, r := range in {
+			m := get(r.Run)
+			if m == nil {
+				continue
+			}
+			present++
+			if v, ok := m.Values[st.key]; ok && !math.IsNaN(v) {
+				xs = append(xs, v)
+			}
+		}
+		if present > 0 && len(xs) < present {
+			hint := ""
+			if strings.HasPrefix(st.key, "p(") {
+				hint = fmt.Sprintf(" (add %s to summaryTrendStats)", st.key)
+			}
+			missing = append(missing, fmt.Sprintf("%s is missing in %d of %d runs%s", st.key, present-len(xs), present, hint))
+		}
+		*st.band = band(xs, st.mean)
+	}
+	return l, missing
+}
+
+// band is the min and max of the run values, never an average of
+// percentiles; the mean is kept for medians and averages only.
+func band(xs []float64, withMean bool) Band {
+	if len(xs) == 0 {
+		return Band{}
+	}
+	lo, hi := stats.MinMax(xs)
+	b := Band{Min: round6(lo), Max: round6(hi), N: len(xs)}
+	if withMean {
+		b.Mean = round6(stats.Mean(xs))
+	}
+	return b
+}
+
+type endpointKey struct {
+	name string
+	ep   Endpoint
+	get  func(*k6.Run) *k6.Metric
+}
+
+// endpointKeys lists the endpoint bands to build, in a stable order:
+// custom trend metrics by name, then http_req_duration sub-metrics with
+// one tag (other than expected_response), then --group-by values.
+func endpointKeys(in []Input, groupBy string) []endpointKey {
+	trends := map[string]bool{}
+	subs := map[string][2]string{}
+	groups := map[string]bool{}
+	for _, r := range in {
+		for name, m := range r.Run.Metrics {
+			switch {
+			case m.Type == k6.Trend && m.Parent == name && !builtinTrends[name] && m.Contains != k6.Data:
+				trends[name] = true
+			case m.Parent == "http_req_duration" && len(m.Tags) == 1:
+				for t, v := range m.Tags {
+					if t != "expected_response" {
+						subs[name] = [2]string{t, v}
+					}
+				}
+			}
+		}
+		if groupBy != "" && r.Run.GroupBy == groupBy {
+			for v, ms := range r.Run.Groups {
+				if ms["http_req_duration"] != nil {
+					groups[v] = true
+				}
+			}
+		}
+	}
+	var keys []endpointKey
+	for _, name := range sortedKeys(trends) {
+		keys = append(keys, endpointKey{name: name, ep: Endpoint{Metric: name},
+			get: func(r *k6.Run) *k6.Metric { return r.Metrics[name] }})
+	}
+	taken := map[string]bool{}
+	for _, name := range sortedKeys(subs) {
+		tv := subs[name]
+		key := tv[0] + "=" + tv[1]
+		taken[key] = true
+		keys = append(keys, endpointKey{name: key, ep: Endpoint{Tag: tv[0], Value: tv[1]},
+			get: func(r *k6.Run) *k6.Metric { return r.Metrics[name] }})
+	}
+	for _, v := range sortedKeys(groups) {
+		key := groupBy + "=" + v
+		if taken[key] {
+			continue // the same band already came from a sub-metric
+		}
+		keys = append(keys, endpointKey{name: key, ep: Endpoint{Tag: groupBy, Value: v},
+			get: func(r *k6.Run) *k6.Metric {
+				if r.GroupBy != groupBy {
+					return nil
+				}
+				return r.Groups[v]["http_req_duration"]
+			}})
+	}
+	return keys
+}
+
+// withShares fills each endpoint's share of all requests where the files
+// tell: a custom trend's count, or a group's http_reqs count.
+func withShares(eps map[string]Endpoint, in []Input, groupBy string) map[string]Endpoint {
+	var total float64
+	for _, r := range in {
+		if m := r.Run.Metrics["http_reqs"]; m != nil {
+			total += m.Values["count"]
+		}
+	}
+	if total == 0 {
+		return eps
+	}
+	for name, ep := range eps {
+		var c float64
+		known := true
+		for _, r := range in {
+			var m *k6.Metric
+			switch {
+			case ep.Metric != "":
+				m = r.Run.Metrics[ep.Metric]
+			case r.Run.GroupBy == ep.Tag && ep.Tag != "":
+				m = r.Run.Groups[ep.Value]["http_reqs"]
+			}
+			if m == nil {
+				continue
+			}
+			v, ok := m.Values["count"]
+			if !ok {
+				known = false
+				break
+			}
+			c += v
+		}
+		if known && c > 0 {
+			ep.Share = round6(c / total)
+			eps[name] = ep
+		}
+	}
+	return eps
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// runWorkload is what one run's file tells of its workload.
+type runWorkload struct {
+	vus       int
+	scenarios []string
+	metrics   []string
+}
+
+func workloadOf(r *k6.Run) runWorkload {
+	var w runWorkload
+	for _, name := range []string{"vus_max", "vus"} {
+		if m := r.Metrics[name]; m != nil {
+			if v, ok := m.Values["max"]; ok {
+				w.vus = int(math.Round(v))
+				break
+			}
+		}
+	}
+	sc := map[string]bool{}
+	for name, m := range r.Metrics {
+		if m.Parent == name {
+			w.metrics = append(w.metrics, name)
+		}
+		if s, ok := m.Tags["scenario"]; ok {
+			sc[s] = true
+		}
+	}
+	if r.GroupBy == "scenario" {
+		for v := range r.Groups {
+			sc[v] = true
+		}
+	}
+	for _, p := range r.Points {
+		if s := p.Tags["scenario"]; s != "" {
+			sc[s] = true
+		}
+	}
+	w.scenarios = sortedKeys(sc)
+	sort.Strings(w.metrics)
+	return w
+}
+
+// compareRuns names every way a run's workload or metric set differs
+// from the first run's.
+func compareRuns(in []Input) []string {
+	if len(in) < 2 {
+		return nil
+	}
+	ref := workloadOf(in[0].Run)
+	refName := in[0].Source.File
+	var diffs []string
+	for _, r := range in[1:] {
+		w := workloadOf(r.Run)
+		name := r.Source.File
+		if ref.vus != 0 && w.vus != 0 && ref.vus != w.vus {
+			diffs = append(diffs, fmt.Sprintf("VUs: %s has %d, %s has %d", refName, ref.vus, name, w.vus))
+		}
+		if len(ref.scenarios) > 0 && len(w.scenarios) > 0 && !slices.Equal(ref.scenarios, w.scenarios) {
+			diffs = append(diffs, fmt.Sprintf("scenarios: %s has [%s], %s has [%s]", refName, strings.Join(ref.scenarios, ", "), name, strings.Join(w.scenarios, ", ")))
+		}
+		if only, extra := setDiff(ref.metrics, w.metrics); len(only)+len(extra) > 0 {
+			var parts []string
+			if len(only) > 0 {
+				parts = append(parts, fmt.Sprintf("%s lacks %s", name, strings.Join(only, ", ")))
+			}
+			if len(extra) > 0 {
+				parts = append(parts, fmt.Sprintf("%s has %s that %s lacks", name, strings.Join(extra, ", "), refName))
+			}
+			diffs = append(diffs, "metric set: "+strings.Join(parts, "; "))
+		}
+		if a, b := in[0].Run.Duration, r.Run.Duration; a > 0 && b > 0 && math.Abs(a.Seconds()-b.Seconds()) > 0.1*math.Max(a.Seconds(), b.Seconds()) {
+			diffs = append(diffs, fmt.Sprintf("duration: %s ran %s, %s ran %s", refName, a.Round(time.Second), name, b.Round(time.Second)))
+		}
+	}
+	return diffs
+}
+
+// setDiff returns the items of a missing from b and the items of b missing from a.
+func setDiff(a, b []string) (onlyA, onlyB []string) {
+	inA := map[string]bool{}
+	for _, x := range a {
+		inA[x] = true
+	}
+	inB := map[string]bool{}
+	for _, x := range b {
+		inB[x] = true
+		if !inA[x] {
+			onlyB = append(onlyB, x)
+		}
+	}
+	for _, x := range a {
+		if !inB[x] {
+			onlyA = append(onlyA, x)
+		}
+	}
+	return onlyA, onlyB
+}
+
+// provenance records the sources, the workload and the options.
+func provenance(in []Input, opts Options) Provenance {
+	p := Provenance{GroupBy: opts.GroupBy}
+	if opts.SkipWarmup > 0 {
+		p.SkipWarmup = opts.SkipWarmup.String()
+	}
+	var latest time.Time
+	for _, r := range in {
+		s := r.Source
+		if s.Format == "" {
+			s.Format = string(r.Run.Format)
+		}
+		if s.K6Version == "" {
+			s.K6Version = r.Run.K6Version
+		}
+		if s.Start.IsZero() {
+			s.Start = r.Run.Start.UTC()
+		}
+		if s.End.IsZero() {
+			s.End = r.Run.End.UTC()
+		}
+		if s.TestID == "" {
+			s.TestID = testID(r.Run)
+		}
+		for _, t := range []time.Time{s.Start, s.End} {
+			if t.After(latest) {
+				latest = t
+			}
+		}
+		p.Sources = append(p.Sources, s)
+	}
+	p.GeneratedAt = opts.GeneratedAt.UTC()
+	if opts.GeneratedAt.IsZero() {
+		p.GeneratedAt = latest
+	}
+
+	ref := workloadOf(in[0].Run)
+	p.Workload = Workload{VUs: ref.vus, Scenarios: ref.scenarios}
+	if d := in[0].Run.Duration; d > 0 {
+		var sum time.Duration
+		for _, r := range in {
+			sum += r.Run.Duration
+		}
+		p.Workload.Duration = (sum / time.Duration(len(in))).Round(time.Second).String()
+	}
+	if o := opts.Workload; o != nil {
+		// The options file is the script's own word on the load shape.
+		if o.VUs > 0 {
+			p.Workload.VUs = o.VUs
+		}
+		if o.Executor != "" {
+			p.Workload.Executor = o.Executor
+		}
+		if len(o.Scenarios) > 0 {
+			p.Workload.Scenarios = o.Scenarios
+		}
+		if o.Duration != "" {
+			p.Workload.Duration = o.Duration
+		}
+	}
+	return p
+}
+
+// testID is the run's testid tag when its points carry one.
+func testID(r *k6.Run) string {
+	for _, p := range r.Points {
+		if id := p.Tags["testid"]; id != "" {
+			return id
+		}
+	}
+	return ""
+}

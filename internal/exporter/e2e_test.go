@@ -1,0 +1,277 @@
+package exporter
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// exactFigures reads a k6 NDJSON file independently of the exporter: the
+// request count and the http_req_duration samples (ms).
+func exactFigures(t testing.TB, path string) (requests float64, durations []float64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = gz
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Type   string
+			Metric string
+			Data   struct{ Value float64 }
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatal(err)
+		}
+		if line.Type != "Point" {
+			continue
+		}
+		switch line.Metric {
+		case "http_reqs":
+			requests += line.Data.Value
+		case "http_req_duration":
+			durations = append(durations, line.Data.Value)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(durations)
+	return requests, durations
+}
+
+// k6Percentile is k6's formula: linear interpolation at rank p*(n-1).
+func k6Percentile(sorted []float64, p float64) float64 {
+	rank := p * float64(len(sorted)-1)
+	lo := int(math.Floor(rank))
+	if lo+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[lo] + (rank-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// promQuery runs an instant query and returns the single value of the
+// result vector (or scalar).
+func promQuery(t *testing.T, base, q string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string
+		Error  string
+		Data   struct {
+			ResultType string
+			Result     json.RawMessage
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Status != "success" {
+		t.Fatalf("query %s: %s", q, body.Error)
+	}
+	var raw []any
+	if body.Data.ResultType == "scalar" {
+		if err := json.Unmarshal(body.Data.Result, &raw); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		var vec []struct{ Value []any }
+		if err := json.Unmarshal(body.Data.Result, &vec); err != nil {
+			t.Fatal(err)
+		}
+		if len(vec) != 1 {
+			return 0, false
+		}
+		raw = vec[0].Value
+	}
+	v, err := strconv.ParseFloat(raw[1].(string), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, true
+}
+
+// TestPrometheusEndToEnd replays a real k6 run into the exporter, lets a
+// real Prometheus 3 scrape it (native histograms over protobuf, classic
+// buckets kept, created timestamps ingested as zero samples so increase()
+// counts from the start), and checks the figures against the exact ones.
+func TestPrometheusEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	const fixture = "testdata/baseline-a.ndjson.gz"
+	requests, durs := exactFigures(t, fixture)
+	p95, p99 := k6Percentile(durs, 0.95), k6Percentile(durs, 0.99)
+	// An envelope whose p95 band ends at a value inside the data, so the
+	// band bucket holds a non-trivial count.
+	env := &envelope.Envelope{Name: "e2e",
+		Latency:   envelope.Latency{P95: envelope.Band{Min: math.Round(p95*0.9*10) / 10, Max: math.Round(p95*10) / 10, N: 3}},
+		Tolerance: envelope.Tolerance{LatencyRise: 0.1}}
+	srv, err := New(Config{Envelope: env, DisableExporterMetrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.ReplayFile(fixture); err != nil {
+		t.Fatal(err)
+	}
+	exp := httptest.NewServer(srv.Handler())
+	defer exp.Close()
+
+	dir := t.TempDir()
+	port := freePort(t)
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: envelope
+    scrape_native_histograms: true
+    always_scrape_classic_histograms: true
+    static_configs:
+      - targets: [%q]
+`, strings.TrimPrefix(exp.URL, "http://"))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "tool", "prometheus",
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
+		"--enable-feature=created-timestamp-zero-ingestion",
+		"--log.level=warn")
+	cmd.Dir = "../.." // module root, where go.mod's tool directive lives
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	}()
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	// Wait for three scrapes of the target.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus did not scrape the exporter in time")
+		}
+		time.Sleep(500 * time.Millisecond)
+		resp, err := http.Get(base + "/-/ready")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			continue
+		}
+		if n, ok := promQuery(t, base, `count_over_time(up{job="envelope"}[1m])`); ok && n >= 3 {
+			break
+		}
+	}
+	if up, _ := promQuery(t, base, `up{job="envelope"}`); up != 1 {
+		t.Fatalf("up = %v", up)
+	}
+
+	check := func(name, q string, want, relTol float64) {
+		t.Helper()
+		got, ok := promQuery(t, base, q)
+		if !ok {
+			t.Errorf("%s: %s returned no single value", name, q)
+			return
+		}
+		rel := math.Abs(got-want) / math.Abs(want)
+		t.Logf("%-28s got %-14.6g want %-14.6g rel.err %.4f%%", name, got, want, 100*rel)
+		if rel > relTol {
+			t.Errorf("%s: %s = %v, want %v (±%.2f%%)", name, q, got, want, 100*relTol)
+		}
+	}
+	// Counters: exact.
+	check("requests (raw counter)", `sum(k6_http_reqs_total)`, requests, 0)
+	check("increase (anchored)", `sum(increase(k6_http_reqs_total[5m] anchored))`, requests, 0)
+	check("rate (anchored) x 300s", `sum(rate(k6_http_reqs_total[5m] anchored)) * 300`, requests, 1e-9)
+	// Quantiles from the native histograms: within 1% of k6's own figure.
+	check("native p95", `histogram_quantile(0.95, sum(rate(k6_http_req_duration_seconds[5m])))`, p95/1000, 0.01)
+	check("native p99", `histogram_quantile(0.99, sum(rate(k6_http_req_duration_seconds[5m])))`, p99/1000, 0.01)
+	check("native count", `histogram_count(sum(increase(k6_http_req_duration_seconds[5m] anchored)))`, float64(len(durs)), 1e-9)
+	// The band bucket: requests at or below the band's upper edge, exact.
+	edge := EdgeSeconds(env.Latency.P95.Max)
+	atOrBelow := float64(0)
+	for _, d := range durs {
+		if d/1000 <= edge {
+			atOrBelow++
+		}
+	}
+	check("band bucket (le = p95 max)", fmt.Sprintf(`sum(k6_http_req_duration_seconds_bucket{le="%s"})`, strconv.FormatFloat(edge, 'g', -1, 64)), atOrBelow, 0)
+	// Classic quantiles land between the bucket bounds around the exact value.
+	got, ok := promQuery(t, base, `histogram_quantile(0.95, sum by (le) (rate(k6_http_req_duration_seconds_bucket[5m])))`)
+	bounds := ClassicBuckets(env, "http_req_duration", k6.Time)
+	i, _ := slices.BinarySearch(bounds, p95/1000)
+	lo, hi := 0.0, math.Inf(1)
+	if i > 0 {
+		lo = bounds[i-1]
+	}
+	if i < len(bounds) {
+		hi = bounds[i]
+	}
+	t.Logf("classic p95 got %.6g, exact %.6g in (%g, %g]", got, p95/1000, lo, hi)
+	if !ok || got < lo || got > hi {
+		t.Errorf("classic p95 = %v, want within (%g, %g]", got, lo, hi)
+	}
+	// Envelope gauges are scraped too.
+	check("envelope p95 max gauge", `envelope_latency_max_seconds{envelope="e2e",endpoint="",percentile="95"}`, edge, 1e-12)
+}

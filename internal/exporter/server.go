@@ -1,0 +1,589 @@
+// Package exporter serves k6 results and envelope figures as Prometheus
+// series: the `exporter serve` component.
+//
+// A Server holds every k6 series in memory (counters, gauges, k6 Rate
+// metrics as counters by condition, and Trend metrics as histograms with
+// both native buckets at schema 7 and classic buckets whose bounds include
+// the envelope's band edges) and renders them at scrape time, so
+// scrapes never wait on ingestion and ingestion never waits on scrapes.
+// Nothing is precomputed: no percentiles, averages or rates, so every
+// series sums correctly across k6 instances and exporters.
+//
+// Inputs, in any combination: k6 NDJSON lines (Follow a growing file or
+// stdin, or ReplayFile a finished one), OTLP/HTTP metrics pushed by k6's
+// OpenTelemetry output on /v1/metrics (internal/otlp), and points handed
+// over in Go (IngestPoint). The API for tests and other commands:
+//
+//	srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger})
+//	n, err := srv.ReplayFile("run.ndjson.gz")   // finished results
+//	go srv.Follow(ctx, "live.ndjson")            // tail -F, "-" for stdin
+//	srv.IngestPoint(&k6.Point{...})             // one sample
+//	http.Handle("/", srv.Handler())              // /metrics, /v1/metrics, /-/healthy, /-/ready, landing page
+//	err = srv.Run(ctx)                           // listen on Config.ListenAddresses until ctx ends
+//	err = srv.ServeGRPC(ctx, l)                  // OTLP/gRPC on a listener (Run does it for Config.OTLPGRPCAddress)
+package exporter
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/envelope-dev/envelope/internal/catalogue"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/follow"
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otlp"
+)
+
+// Input names used in self-metrics' source label.
+const (
+	SourceNDJSON  = "ndjson"  // followed live
+	SourceResults = "results" // finished files replayed
+	SourceOTLP    = "otlp"    // pushed by k6
+	SourceAPI     = "api"     // IngestPoint
+)
+
+// DefaultSeriesLimit bounds the k6 label sets one exporter holds.
+const DefaultSeriesLimit = 50000
+
+// Config configures a Server. The zero value serves k6 series with the
+// default labels and no envelope.
+type Config struct {
+	Envelope    *envelope.Envelope // envelope gauges and band bucket edges; nil for none
+	AllowTags   []string           // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
+	SeriesLimit int                // 0 = DefaultSeriesLimit; negative = no limit
+	Logger      *slog.Logger       // nil = discard
+
+	TelemetryPath          string // default /metrics
+	DisableExporterMetrics bool   // drop go_* and process_* series
+	MaxRequests            int    // parallel scrapes; 0 = no limit
+
+	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
+	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
+
+	ListenAddresses []string // for Run; default ":19466"
+	OTLPGRPCAddress string   // for Run: OTLP/gRPC listen address (e.g. ":4317"); "" = off
+	WebConfigFile   string   // exporter-toolkit web config (TLS, basic auth)
+
+	Collectors []prometheus.Collector // more collectors to serve (ECS, CloudWatch)
+
+	// FollowPoll is how often a followed file is checked once at its end;
+	// 0 = follow.DefaultPoll.
+	FollowPoll time.Duration
+}
+
+// Server is the exporter.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	st    *store
+	reg   *prometheus.Registry
+	k6Reg *prometheus.Registry // k6 and envelope series only (OTLP push)
+	otlp  *otlp.Receiver
+	rlog  *rateLog
+	ready atomic.Bool
+
+	points   *prometheus.CounterVec
+	bad      *prometheus.CounterVec
+	lag      *prometheus.GaugeVec
+	lastTS   *prometheus.GaugeVec
+	overflow prometheus.Counter
+	reopens  prometheus.Counter
+	pushErrs prometheus.Counter
+	otlpReqs *prometheus.CounterVec
+
+	bufPool sync.Pool
+}
+
+// New builds a Server: registries, collectors and the OTLP receiver.
+func New(cfg Config) (*Server, error) {
+	if cfg.TelemetryPath == "" {
+		cfg.TelemetryPath = "/metrics"
+	}
+	if !strings.HasPrefix(cfg.TelemetryPath, "/") {
+		return nil, fmt.Errorf("telemetry path %q: must start with /", cfg.TelemetryPath)
+	}
+	if cfg.TelemetryPath == "/v1/metrics" || cfg.TelemetryPath == "/-/healthy" || cfg.TelemetryPath == "/-/ready" {
+		return nil, fmt.Errorf("telemetry path %q: reserved", cfg.TelemetryPath)
+	}
+	if cfg.SeriesLimit == 0 {
+		cfg.SeriesLimit = DefaultSeriesLimit
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range cfg.AllowTags {
+		if !validLabel(t) {
+			return nil, fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
+		}
+	}
+	limit := max(cfg.SeriesLimit, 0)
+	s := &Server{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		st:    newStore(cfg.AllowTags, limit, cfg.Envelope),
+		reg:   prometheus.NewRegistry(),
+		k6Reg: prometheus.NewRegistry(),
+		rlog:  newRateLog(cfg.Logger, 10*time.Second),
+	}
+	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
+	vec := func(d catalogue.Desc) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
+	}
+	s.points = vec(catalogue.ExporterPointsIngested)
+	s.bad = vec(catalogue.ExporterBadLines)
+	s.otlpReqs = vec(catalogue.ExporterOTLPRequests)
+	s.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalogue.ExporterIngestLag.Name, Help: catalogue.ExporterIngestLag.Help}, catalogue.ExporterIngestLag.Labels)
+	s.lastTS = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalogue.ExporterLastPoint.Name, Help: catalogue.ExporterLastPoint.Help}, catalogue.ExporterLastPoint.Labels)
+	s.overflow = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterSeriesOverflow.Name, Help: catalogue.ExporterSeriesOverflow.Help})
+	s.reopens = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterFollowReopens.Name, Help: catalogue.ExporterFollowReopens.Help})
+	s.pushErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPPushErrors.Name, Help: catalogue.ExporterOTLPPushErrors.Help})
+	s.st.onOverflow = s.overflow.Inc
+	for _, src := range []string{SourceNDJSON, SourceResults, SourceOTLP, SourceAPI} {
+		s.points.WithLabelValues(src) // known in advance: export 0
+	}
+	for _, o := range otlp.Outcomes {
+		s.otlpReqs.WithLabelValues(o)
+	}
+	seriesGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: catalogue.ExporterSeries.Name, Help: catalogue.ExporterSeries.Help},
+		func() float64 { return float64(s.st.nseries.Load()) })
+	limitGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: catalogue.ExporterSeriesLimit.Name, Help: catalogue.ExporterSeriesLimit.Help},
+		func() float64 { return float64(limit) })
+
+	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
+		versioncollector.NewCollector("envelope_exporter"))
+	if cfg.Envelope != nil {
+		ec := newEnvelopeCollector(cfg.Envelope)
+		s.reg.MustRegister(ec)
+		s.k6Reg.MustRegister(ec)
+	}
+	if !cfg.DisableExporterMetrics {
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cfg.Collectors {
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering collector: %w", err)
+		}
+	}
+	s.otlp = otlp.NewReceiver((*otlpSink)(s), otlp.Options{
+		MaxBody: cfg.OTLPMaxBody,
+		Prefix:  cfg.OTLPMetricPrefix,
+		OnRequest: func(outcome string, points int, err error) {
+			s.otlpReqs.WithLabelValues(outcome).Inc()
+			if err != nil {
+				s.bad.WithLabelValues(SourceOTLP, outcome).Inc()
+				s.rlog.warn(outcome, "rejected OTLP request", "err", err)
+			}
+		},
+		OnBad: func(reason string, err error) {
+			s.bad.WithLabelValues(SourceOTLP, reason).Inc()
+			s.rlog.warn("otlp_"+reason, "skipped OTLP data point", "err", err)
+		},
+	})
+	s.ready.Store(true)
+	return s, nil
+}
+
+func validLabel(s string) bool {
+	if s == "" || strings.HasPrefix(s, "__") {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// k6Collector renders the store; it is unchecked (describes nothing)
+// because k6 metrics appear as the test runs.
+type k6Collector struct{ st *store }
+
+func (c *k6Collector) Describe(chan<- *prometheus.Desc) {}
+func (c *k6Collector) Collect(ch chan<- prometheus.Metric) {
+	c.st.collect(ch)
+}
+
+// PushFailed counts a failed OTLP push (otelpush.Options.OnError).
+func (s *Server) PushFailed(error) { s.pushErrs.Inc() }
+
+// Registry holds the exporter's own, envelope and extra collectors' series;
+// the k6 series are rendered beside it (see Gatherer).
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Collector exposes the k6 series as a prometheus.Collector, for other
+// registries (the scrape path renders them directly, see Gatherer).
+func (s *Server) Collector() prometheus.Collector { return &k6Collector{st: s.st} }
+
+// Gatherer gathers everything /metrics serves: the registry plus the k6
+// series, rendered straight from the store.
+func (s *Server) Gatherer() prometheus.Gatherer { return merged{s.reg, s.st} }
+
+// K6Gatherer gathers only the k6 and envelope series (what the OTLP push
+// sends).
+func (s *Server) K6Gatherer() prometheus.Gatherer { return merged{s.k6Reg, s.st} }
+
+// merged adds the store's families to a registry's, sorted by name; a
+// name the registry already has keeps the registry's family.
+type merged struct {
+	reg *prometheus.Registry
+	st  *store
+}
+
+func (m merged) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := m.reg.Gather()
+	have := make(map[string]bool, len(mfs))
+	for _, mf := range mfs {
+		have[mf.GetName()] = true
+	}
+	for _, mf := range m.st.gather() {
+		if !have[mf.GetName()] {
+			mfs = append(mfs, mf)
+		}
+	}
+	sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	return mfs, err
+}
+
+// SetReady sets what /-/ready answers; New starts ready, serve marks it
+// not ready while replaying --k6.results.
+func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
+
+// Handler serves the telemetry path, /v1/metrics (OTLP), /-/healthy,
+// /-/ready and the landing page.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	metrics := promhttp.HandlerFor(s.Gatherer(), promhttp.HandlerOpts{
+		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelError),
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            s.reg,
+		MaxRequestsInFlight: s.cfg.MaxRequests,
+	})
+	mux.Handle(s.cfg.TelemetryPath, promhttp.InstrumentMetricHandler(s.reg, metrics))
+	mux.Handle("/v1/metrics", s.otlp)
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "Healthy\n")
+	})
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "Loading results\n")
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "Ready\n")
+	})
+	if s.cfg.TelemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "envelope exporter",
+			Description: "k6 load-test series and performance envelopes for Prometheus",
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: s.cfg.TelemetryPath, Text: "Metrics"},
+				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
+			},
+			ExtraHTML: "<p>k6 pushes OTLP/HTTP metrics to <code>/v1/metrics</code>.</p>",
+		})
+		if err == nil {
+			mux.Handle("/", landing)
+		}
+	}
+	return mux
+}
+
+// Run listens on Config.ListenAddresses (exporter-toolkit: TLS and basic
+// auth from Config.WebConfigFile) until ctx ends, then shuts down
+// gracefully, letting in-flight requests finish for up to 5 s.
+func (s *Server) Run(ctx context.Context) error {
+	addrs := s.cfg.ListenAddresses
+	if len(addrs) == 0 {
+		addrs = []string{":19466"}
+	}
+	systemd := false
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &s.cfg.WebConfigFile}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if s.cfg.OTLPGRPCAddress != "" {
+		l, err := net.Listen("tcp", s.cfg.OTLPGRPCAddress)
+		if err != nil {
+			return fmt.Errorf("OTLP gRPC listener: %w", err)
+		}
+		gctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.ServeGRPC(gctx, l)
+	}
+	return s.serve(ctx, srv, func() error { return web.ListenAndServe(srv, flags, s.log) })
+}
+
+// ServeGRPC serves OTLP/gRPC metrics on l until ctx ends, then stops
+// gracefully.
+func (s *Server) ServeGRPC(ctx context.Context, l net.Listener) error {
+	gs := s.otlp.GRPCServer()
+	s.log.Info("OTLP gRPC receiver listening", "address", l.Addr().String())
+	go func() {
+		<-ctx.Done()
+		gs.GracefulStop()
+	}()
+	return gs.Serve(l)
+}
+
+// Serve is Run on an existing listener (tests, `exporter stack`).
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	systemd := false
+	addrs := []string{l.Addr().String()}
+	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &s.cfg.WebConfigFile}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	return s.serve(ctx, srv, func() error { return web.Serve(l, srv, flags, s.log) })
+}
+
+func (s *Server) serve(ctx context.Context, srv *http.Server, start func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- start() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if e := <-errc; e != nil && !errors.Is(e, http.ErrServerClosed) && err == nil {
+		err = e
+	}
+	return err
+}
+
+// IngestPoint ingests one k6 sample. Unknown metrics (no Metric line yet,
+// not a k6 built-in) are counted as bad input and skipped.
+func (s *Server) IngestPoint(p *k6.Point) {
+	bp := s.bufPool.Get().(*[]byte)
+	*bp = s.ingestPoint(SourceAPI, p, *bp)
+	s.bufPool.Put(bp)
+}
+
+// DefineMetric registers a k6 metric's type as an NDJSON Metric line does.
+func (s *Server) DefineMetric(def *k6.MetricDef) {
+	s.st.define(def.Name, def.Type, def.Contains)
+}
+
+func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) []byte {
+	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		// One NaN would turn a histogram's sum into NaN for good.
+		s.bad.WithLabelValues(src, "bad_value").Inc()
+		s.rlog.warn("bad_value", "skipped sample", "source", src, "metric", p.Metric, "value", p.Value)
+		return buf
+	}
+	f, err := s.st.lookup(p.Metric)
+	if err != nil {
+		s.bad.WithLabelValues(src, "unknown_metric").Inc()
+		s.rlog.warn("unknown_metric", "skipped sample", "source", src, "metric", p.Metric, "err", err)
+		return buf
+	}
+	var ser *series
+	ser, buf = s.st.get(f, buf, p.Tags)
+	if ser == nil {
+		return buf
+	}
+	s.st.sample(f, ser, p.Value)
+	return buf
+}
+
+// lineIngester parses NDJSON lines for one input, counting in batches.
+type lineIngester struct {
+	s       *Server
+	src     string
+	name    string // file name for logs
+	live    bool
+	buf     []byte
+	p       k6.Point
+	n       float64 // points not yet added to the self-metric
+	total   int
+	lineNo  int
+	newest  time.Time
+	pointsC prometheus.Counter
+}
+
+func (s *Server) newLineIngester(src, name string, live bool) *lineIngester {
+	return &lineIngester{s: s, src: src, name: name, live: live, buf: make([]byte, 0, 256), pointsC: s.points.WithLabelValues(src)}
+}
+
+func (li *lineIngester) line(line []byte) {
+	li.lineNo++
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	isPoint, def, err := k6.ParseNDJSONLine(line, &li.p)
+	if err != nil {
+		reason := "malformed"
+		if errors.Is(err, k6.ErrNotImplemented) {
+			reason = "parser_unavailable"
+		}
+		li.s.bad.WithLabelValues(li.src, reason).Inc()
+		li.s.rlog.warn(reason, "skipped bad k6 NDJSON line", "file", li.name, "line", li.lineNo, "err", err)
+		return
+	}
+	if !isPoint {
+		if def != nil {
+			li.s.DefineMetric(def)
+		}
+		return
+	}
+	li.buf = li.s.ingestPoint(li.src, &li.p, li.buf)
+	li.n++
+	li.total++
+	if li.p.Time.After(li.newest) {
+		li.newest = li.p.Time
+	}
+	if li.n >= 4096 {
+		li.flush()
+	}
+}
+
+// flush publishes batched self-metrics.
+func (li *lineIngester) flush() {
+	if li.n > 0 {
+		li.pointsC.Add(li.n)
+		li.n = 0
+	}
+	if !li.newest.IsZero() {
+		li.s.lastTS.WithLabelValues(li.src).Set(float64(li.newest.UnixNano()) / 1e9)
+		if li.live {
+			li.s.lag.WithLabelValues(li.src).Set(max(time.Since(li.newest).Seconds(), 0))
+		}
+	}
+}
+
+// ReplayFile ingests a finished k6 result file: NDJSON (plain or .gz,
+// streamed line by line in constant memory) or CSV (loaded whole by
+// internal/k6). Bad lines are counted and skipped. It returns the number
+// of samples ingested.
+func (s *Server) ReplayFile(path string) (int, error) {
+	if strings.HasSuffix(path, ".csv") || strings.HasSuffix(path, ".csv.gz") {
+		run, err := k6.Load(path, k6.LoadOptions{KeepPoints: true, Lenient: true})
+		if err != nil {
+			return 0, err
+		}
+		buf := make([]byte, 0, 256)
+		for i := range run.Points {
+			buf = s.ingestPoint(SourceResults, &run.Points[i], buf)
+		}
+		s.points.WithLabelValues(SourceResults).Add(float64(len(run.Points)))
+		return len(run.Points), nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		defer gz.Close()
+		br = bufio.NewReaderSize(gz, 1<<16)
+	}
+	return s.ingestLines(path, SourceResults, false, br)
+}
+
+// ReplayReader ingests NDJSON from r, as ReplayFile does.
+func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
+	return s.ingestLines(name, SourceResults, false, bufio.NewReaderSize(r, 1<<16))
+}
+
+func (s *Server) ingestLines(name, src string, live bool, br *bufio.Reader) (int, error) {
+	li := s.newLineIngester(src, name, live)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: k6 never writes one; skip it.
+			s.bad.WithLabelValues(src, "line_too_long").Inc()
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			li.lineNo++
+			continue
+		}
+		if len(line) > 0 {
+			li.line(line)
+		}
+		if err != nil {
+			li.flush()
+			if errors.Is(err, io.EOF) {
+				return li.total, nil
+			}
+			return li.total, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+}
+
+// Follow tails a growing k6 NDJSON file as `tail -F` does, through
+// truncation and rotation, waiting for it while it does not exist; "-"
+// reads stdin. It returns when ctx ends (nil) or stdin closes.
+func (s *Server) Follow(ctx context.Context, path string) error {
+	li := s.newLineIngester(SourceNDJSON, path, true)
+	flushT := time.NewTicker(time.Second)
+	defer flushT.Stop()
+	var mu sync.Mutex
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case <-flushT.C:
+				mu.Lock()
+				li.flush()
+				mu.Unlock()
+			case <-done:
+				return
+			}
+		}
+	}()
+	opts := follow.Options{
+		Poll: s.cfg.FollowPoll,
+		OnReopen: func(reason string) {
+			s.reopens.Inc()
+			s.log.Info("reopened followed file", "file", path, "reason", reason)
+		},
+		OnWait: func() { s.log.Info("waiting for file to appear", "file", path) },
+	}
+	err := follow.Lines(ctx, path, opts, func(line []byte) {
+		mu.Lock()
+		li.line(line)
+		mu.Unlock()
+	})
+	mu.Lock()
+	li.flush()
+	mu.Unlock()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,188 @@
+package follow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// collector gathers lines and reopen reasons from a running Lines.
+type collector struct {
+	mu      sync.Mutex
+	lines   []string
+	reasons []string
+	waits   int
+}
+
+func (c *collector) snapshot() ([]string, []string, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...), append([]string(nil), c.reasons...), c.waits
+}
+
+func start(t *testing.T, path string) (*collector, func() error) {
+	t.Helper()
+	c := &collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Lines(ctx, path, Options{
+			Poll:     5 * time.Millisecond,
+			OnReopen: func(r string) { c.mu.Lock(); c.reasons = append(c.reasons, r); c.mu.Unlock() },
+			OnWait:   func() { c.mu.Lock(); c.waits++; c.mu.Unlock() },
+		}, func(b []byte) { c.mu.Lock(); c.lines = append(c.lines, string(b)); c.mu.Unlock() })
+	}()
+	return c, func() error { cancel(); return <-errc }
+}
+
+// waitFor polls until the collector holds want lines (no timing asserted:
+// the deadline only stops a broken test).
+func waitFor(t *testing.T, c *collector, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lines, _, _ := c.snapshot()
+		if len(lines) >= want {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d lines %q, want %d", len(lines), lines, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func appendTo(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func TestFollow(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		steps   func(t *testing.T, path string, c *collector)
+		want    []string
+		reasons []string
+		waited  bool
+	}{
+		{
+			name: "grows, partial line held back",
+			steps: func(t *testing.T, path string, c *collector) {
+				appendTo(t, path, "a\nb")
+				waitFor(t, c, 1)
+				appendTo(t, path, "c\r\nd\n")
+				waitFor(t, c, 3)
+			},
+			want: []string{"a", "bc", "d"},
+		},
+		{
+			name: "truncated",
+			steps: func(t *testing.T, path string, c *collector) {
+				appendTo(t, path, "one\ntwo\n")
+				waitFor(t, c, 2)
+				if err := os.WriteFile(path, []byte("x\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, c, 3)
+			},
+			want:    []string{"one", "two", "x"},
+			reasons: []string{Truncated},
+		},
+		{
+			name: "rotated by rename, old tail read first",
+			steps: func(t *testing.T, path string, c *collector) {
+				appendTo(t, path, "1\n")
+				waitFor(t, c, 1)
+				// The writer finishes the old file, then it is renamed away
+				// and a new one starts, before the follower looks again.
+				appendTo(t, path, "2\n")
+				if err := os.Rename(path, path+".1"); err != nil {
+					t.Fatal(err)
+				}
+				appendTo(t, path, "3\n")
+				waitFor(t, c, 3)
+			},
+			want:    []string{"1", "2", "3"},
+			reasons: []string{Rotated},
+		},
+		{
+			name: "removed and recreated",
+			steps: func(t *testing.T, path string, c *collector) {
+				appendTo(t, path, "old\n")
+				waitFor(t, c, 1)
+				os.Remove(path)
+				time.Sleep(20 * time.Millisecond)
+				appendTo(t, path, "new\n")
+				waitFor(t, c, 2)
+			},
+			want:    []string{"old", "new"},
+			reasons: []string{Rotated},
+		},
+		{
+			name: "waits for the file",
+			steps: func(t *testing.T, path string, c *collector) {
+				for {
+					if _, _, w := c.snapshot(); w > 0 {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				appendTo(t, path, "late\n")
+				waitFor(t, c, 1)
+			},
+			want:   []string{"late"},
+			waited: true,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.ndjson")
+			if !c.waited {
+				appendTo(t, path, "")
+			}
+			col, stop := start(t, path)
+			c.steps(t, path, col)
+			if err := stop(); err != context.Canceled {
+				t.Errorf("Lines returned %v, want context.Canceled", err)
+			}
+			lines, reasons, waits := col.snapshot()
+			if strings.Join(lines, "|") != strings.Join(c.want, "|") {
+				t.Errorf("lines %q, want %q", lines, c.want)
+			}
+			if strings.Join(reasons, "|") != strings.Join(c.reasons, "|") {
+				t.Errorf("reopen reasons %q, want %q", reasons, c.reasons)
+			}
+			if (waits > 0) != c.waited {
+				t.Errorf("waited %d times, want waiting %v", waits, c.waited)
+			}
+		})
+	}
+}
+
+func TestStdin(t *testing.T) {
+	var got []string
+	err := Lines(context.Background(), "-", Options{Stdin: strings.NewReader("a\nb\r\n\nlast")}, func(b []byte) { got = append(got, string(b)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "a|b||last" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestGzipRefused(t *testing.T) {
+	err := Lines(context.Background(), "run.ndjson.gz", Options{}, func([]byte) {})
+	if err == nil || !strings.Contains(err.Error(), "run.ndjson.gz") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -1,0 +1,138 @@
+package k6
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// seedLines adds up to n lines of a fixture file to the corpus.
+func seedLines(f *testing.F, path string, n int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			f.Fatal(err)
+		}
+	}
+	i := 0
+	for line := range bytes.Lines(data) {
+		if i++; i > n {
+			break
+		}
+		f.Add(bytes.TrimRight(line, "\n"))
+	}
+}
+
+// FuzzParseNDJSONLine: any input returns a point, a definition or an error,
+// never panics, and a point's value is finite.
+func FuzzParseNDJSONLine(f *testing.F) {
+	seedLines(f, "testdata/runA-out.ndjson", 60)
+	seedLines(f, "testdata/runB-out.ndjson.gz", 20)
+	f.Add([]byte(`{"data":{"tags":null,"value":1e308,"time":"2026-11-30T10:51:04+02:00"},"type":"Point","metric":"a\u0041"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var p Point
+		isPoint, def, err := ParseNDJSONLine(line, &p)
+		if err != nil {
+			if isPoint || def != nil {
+				t.Fatal("error with a result")
+			}
+			return
+		}
+		if isPoint == (def != nil) {
+			t.Fatalf("isPoint %t with def %v", isPoint, def)
+		}
+		if isPoint && (math.IsNaN(p.Value) || math.IsInf(p.Value, 0) || p.Metric == "") {
+			t.Fatalf("bad point %+v", p)
+		}
+		// The loader's fast path for k6's canonical line shape agrees with
+		// the general scanner, including with its memos warm.
+		var gen rawLine
+		genErr := scanNDJSON(trimEOL(line), &gen)
+		fast := rawLine{useMemo: true}
+		for range 2 {
+			if scanFast(trimEOL(line), &fast) {
+				if genErr != nil || fast.time != gen.time || fast.offset != gen.offset || fast.value != gen.value ||
+					!bytes.Equal(fast.metric, gen.metric) || !bytes.Equal(fast.tags, gen.tags) || !bytes.Equal(fast.metadata, gen.metadata) {
+					t.Fatalf("fast path %+v, general %+v (%v)", fast, gen, genErr)
+				}
+			}
+		}
+		// Parsing again into the used Point gives the same result.
+		q := p
+		if _, _, err := ParseNDJSONLine(line, &q); err != nil || q.Value != p.Value || !q.Time.Equal(p.Time) || len(q.Tags) != len(p.Tags) {
+			t.Fatalf("reparse differs: %v %+v %+v", err, q, p)
+		}
+	})
+}
+
+// fuzzLoad loads input with both strict and lenient options and checks
+// that nothing panics and every number is finite.
+func fuzzLoad(t *testing.T, name string, input []byte) {
+	// One worker: the fuzzing engine wants no goroutines in the target.
+	for _, opts := range []LoadOptions{{Workers: 1}, {Workers: 1, Lenient: true, Mode: ModeSketch, GroupBy: "name", Stats: []string{"p(99.9)", "count"}}} {
+		r, err := LoadReader(name, bytes.NewReader(input), opts)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), name) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			continue
+		}
+		for n, m := range r.Metrics {
+			for k, v := range m.Values {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					t.Fatalf("%s %s = %v", n, k, v)
+				}
+			}
+		}
+		WriteJSON(io.Discard, []*Run{r}, opts.Stats)
+		WriteText(io.Discard, []*Run{r}, opts.Stats)
+	}
+}
+
+func FuzzLoadSummary(f *testing.F) {
+	for _, p := range []string{"runA-summary-export.json", "runA-handlesummary-data.json", "runB-summary-export.json",
+		"runC-summary-export-machine-readable.json", "runC-machine-readable-schema.json", "runD-summary-export-machine-readable-full.json", "ictu-handlesummary-data.json"} {
+		data, err := os.ReadFile("testdata/" + p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzLoad(t, "in.json", data) })
+}
+
+func FuzzLoadNDJSON(f *testing.F) {
+	data, err := os.ReadFile("testdata/runA-out.ndjson")
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	f.Add(bytes.Join(lines[:40], nil))
+	f.Add(bytes.Join(lines[200:260], nil))
+	f.Add(append(bytes.Join(lines[:10], nil), lines[3][:50]...))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzLoad(t, "in.ndjson", data) })
+}
+
+func FuzzLoadCSV(f *testing.F) {
+	for _, p := range []string{"runA-out.csv", "runB-out.csv"} {
+		data, err := os.ReadFile("testdata/" + p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		lines := bytes.SplitAfter(data, []byte("\n"))
+		f.Add(bytes.Join(lines[:40], nil))
+	}
+	f.Add([]byte("metric_name,timestamp,metric_value,check,extra_tags,metadata\nchecks,1796028664000,1,\"a, \"\"quoted\"\" check\",k=v&x,vu=1\n"))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzLoad(t, "in.csv", data) })
+}

@@ -1,0 +1,114 @@
+package report
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// TestEnvelopeReportRestatesDocument renders the demo envelope and checks
+// the report restates the baseline document's figures with its rounding.
+func TestEnvelopeReportRestatesDocument(t *testing.T) {
+	env, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md := filepath.Join(dir, "report.md")
+	if err := WriteEnvelopeReport(env, md); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	for _, want := range []string{
+		// Sections, in the document's order.
+		"## Method", "## Throughput (http_reqs rate)", "## Iteration rate", "## Latency (HTTP overall, http_req_duration)",
+		"## Error rate", "## Endpoint bands", "## Aggregate tail behaviour", "## Steady-state operating point", "## Saturation",
+		// The document's figures.
+		"At CV 0.24%, throughput is effectively deterministic steady-state at this load",
+		"about 1.25–1.26 (mean 1.25)",
+		"sustains about 56.1 req/s mean HTTP throughput with 55.97–56.28 req/s observed across five runs",
+		"44.77 iter/s mean iteration rate (44.50–45.01 iter/s band)",
+		"~6.3 ms as the mean of per-run medians",
+		"p95 values in the 357.7–405.3 ms range across runs",
+		"p99 in the 922.7–937.2 ms range",
+		"rare ~2.1–2.8 s maxima that sit above p99 and are treated as outliers",
+		"Zero HTTP failures were recorded across all runs.",
+		"0.00% http_req_failed in all 5 runs (101,882 total HTTP requests).",
+		"- Avg: 7.01 / 9.00 ms (mean 8.02 ms)",
+		"- Max: 272.7 / 798.8 ms",
+		"- Avg: 407.4 / 437.5 ms (mean 417.5 ms)",
+		"- Median: 327.6 / 330.6 ms",
+		"- p95: 1.10 / 1.39 s",
+		"- Avg: 869.1 / 883.9 ms (mean 875.6 ms)",
+		"- Median: 857.0 / 860.1 ms",
+		"- p95: 992.0 / 1020 ms",
+		"- Avg: 49.30 / 52.63 ms (mean 50.81 ms)",
+		"- Median: 44.94 / 47.14 ms",
+		"- p95: 74.02 / 83.13 ms",
+		"`auth_login` and `auth_register` have p95 bands above the aggregate p95 band",
+		"Verdict: **below saturation**",
+		// Beyond the document: the CI and the minimum detectable change.
+		"95% CI of the mean", "55.93–56.27 req/s",
+		// Charts, light and dark, as the second document references them.
+		`<source media="(prefers-color-scheme: dark)" srcset="charts/dark/throughput.png">`,
+		`<img alt="Per-endpoint latency distribution" src="charts/light/endpoint-latency.png">`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// The document's two p99 lines use a precision of their own (32.5 /
+	// 70.5 ms, 108.08 / 137.01 ms); the report keeps one rule (four
+	// significant figures), whose figures round to the document's.
+	for _, want := range []string{"- p99: 32.50 / 70.50 ms", "- p99: 108.1 / 137.0 ms"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, theme := range []string{"light", "dark"} {
+		for _, name := range []string{ChartThroughput, ChartIterations, ChartLatency, ChartEndpoints} {
+			f, err := os.Open(filepath.Join(dir, "charts", theme, name+".png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := png.Decode(f); err != nil {
+				t.Errorf("%s/%s: %v", theme, name, err)
+			}
+			f.Close()
+		}
+	}
+}
+
+func TestEnvFig(t *testing.T) {
+	tests := map[float64]string{
+		55.9696: "55.97", 357.699: "357.7", 7.01338: "7.01", 8.99695: "9.00", 1020.3: "1020",
+		991.98: "992.0", 49.3003: "49.30", 99.996: "100.0", 0.137: "0.14", 0: "0",
+	}
+	for v, want := range tests {
+		if got := envFig(v); got != want {
+			t.Errorf("envFig(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := envThousands(101882); got != "101,882" {
+		t.Errorf("envThousands = %q", got)
+	}
+}
+
+func TestEnvelopeReportBadInput(t *testing.T) {
+	if err := WriteEnvelopeReport(nil, filepath.Join(t.TempDir(), "r.md")); err == nil {
+		t.Error("nil envelope: want an error")
+	}
+	err := WriteEnvelopeReport(&envelope.Envelope{}, filepath.Join(t.TempDir(), "r.md"))
+	if err == nil || !strings.Contains(err.Error(), "throughput.n") {
+		t.Errorf("empty envelope: err = %v, want one naming throughput.n", err)
+	}
+}

@@ -1,0 +1,454 @@
+// Package report writes the Markdown and JSON reports: the envelope
+// report and the per-endpoint stage report of one run.
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/k6options"
+)
+
+// StageConfig says how a run's points become a stage report.
+type StageConfig struct {
+	// Scenario gives the executor and the stage windows (required).
+	Scenario *k6options.Scenario
+	// GroupBy is the tag naming an endpoint ("name" when empty).
+	GroupBy string
+	// Baseline is the endpoint cost is relative to; "" picks the
+	// endpoint with the smallest effective batch.
+	Baseline string
+	// BatchMetric is the k6 metric whose samples are batch sizes (a
+	// Trend, e.g. recorded from a response header); "batch_size" when
+	// both it and BatchTag are empty.
+	BatchMetric string
+	// BatchTag is a tag on http_req_duration samples holding the batch
+	// size, used instead of BatchMetric when set.
+	BatchTag string
+	// Status selects the samples of the stage stats ("200" when empty).
+	Status string
+	// Start is the test start; zero means the earliest sample.
+	Start time.Time
+	// Params are extra settings and stack parameters from a YAML file.
+	Params *Params
+	// OnlyScenario keeps only samples whose scenario tag is this (samples
+	// without the tag are kept); set it when the options file has several
+	// scenarios, since the windows are one scenario's.
+	OnlyScenario string
+}
+
+// StageReport is the per-endpoint report of one run under a staged
+// workload. Latency is milliseconds, error rates ratios in [0,1].
+type StageReport struct {
+	Executor string
+	Scenario *k6options.Scenario
+	Windows  []k6options.Window
+	GroupBy  string
+	Status   string
+	Start    time.Time
+	// LastSample is the offset of the last sample from Start.
+	LastSample time.Duration
+	Endpoints  []*EndpointStats // in order of first appearance
+	Ranking    []*EndpointStats // by p95, fastest first
+	Baseline   string           // cost baseline; "" without batch data
+	BatchFrom  string           // "metric batch_size" or "tag batch"; "" when absent
+	Findings   []string
+	Warnings   []string
+	Params     *Params
+}
+
+// EndpointStats are one endpoint's figures.
+type EndpointStats struct {
+	Name      string
+	P95       float64 // all http_req_duration samples of the endpoint
+	ErrorRate float64
+	Failed    int64
+	Requests  int64
+	// EffectiveBatch is the mean batch size; nil when the run has none.
+	EffectiveBatch *float64
+	// CostPct is 100 × baseline batch / this batch; nil without batches.
+	CostPct *float64
+	Stages  []StageStats
+	// Latencies are the selected-status samples, for the chart.
+	Latencies []float64
+}
+
+// StageStats are one endpoint's latency statistics in one window. A
+// stage without samples has Samples 0 and nil statistics.
+type StageStats struct {
+	Stage   int
+	Target  float64
+	Window  k6options.Window
+	Samples int
+	Avg     *float64
+	P50     *float64
+	P95     *float64
+	P99     *float64
+	Max     *float64
+}
+
+// Names of the k6 metrics the report reads.
+const (
+	metricDuration = "http_req_duration"
+	metricReqs     = "http_reqs"
+	metricFailed   = "http_req_failed"
+)
+
+type endpointAcc struct {
+	st         *EndpointStats
+	all        []float64 // every duration sample, for the overall p95
+	byStage    [][]float64
+	reqs       float64
+	haveReqs   bool
+	failedRate float64
+	rateN      int
+	statusFail int64
+	batch      []float64
+}
+
+// BuildStageReport computes the stage report from a run's points.
+func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) {
+	if cfg.Scenario == nil {
+		return nil, errors.New("no stage windows: give a k6 inspect options file or a stage list")
+	}
+	windows := cfg.Scenario.Windows()
+	if len(windows) == 0 {
+		return nil, fmt.Errorf("scenario %q (%s) has no stage windows", cfg.Scenario.Name, cfg.Scenario.Executor)
+	}
+	if len(points) == 0 {
+		return nil, errors.New("the run has no samples: stage statistics need a point stream (k6 --out json or csv)")
+	}
+	r := &StageReport{
+		Executor: cfg.Scenario.Executor, Scenario: cfg.Scenario, Windows: windows,
+		GroupBy: cfg.GroupBy, Status: cfg.Status, Start: cfg.Start, Params: cfg.Params,
+	}
+	if r.GroupBy == "" {
+		r.GroupBy = "name"
+	}
+	if r.Status == "" {
+		r.Status = "200"
+	}
+	batchMetric := cfg.BatchMetric
+	if batchMetric == "" && cfg.BatchTag == "" {
+		batchMetric = "batch_size"
+	}
+	if r.Start.IsZero() {
+		r.Start = points[0].Time
+		for _, p := range points {
+			if p.Time.Before(r.Start) {
+				r.Start = p.Time
+			}
+		}
+	}
+	accs := map[string]*endpointAcc{}
+	get := func(p *k6.Point) *endpointAcc {
+		name, ok := p.Tags[r.GroupBy]
+		if !ok {
+			name = "(no " + r.GroupBy + " tag)"
+		}
+		a := accs[name]
+		if a == nil {
+			a = &endpointAcc{st: &EndpointStats{Name: name}, byStage: make([][]float64, len(windows))}
+			accs[name] = a
+			r.Endpoints = append(r.Endpoints, a.st)
+		}
+		return a
+	}
+	var selected, outside int
+	var before time.Duration
+	for i := range points {
+		p := &points[i]
+		if cfg.OnlyScenario != "" {
+			if sc, ok := p.Tags["scenario"]; ok && sc != cfg.OnlyScenario {
+				continue
+			}
+		}
+		off := p.Time.Sub(r.Start)
+		if off > r.LastSample {
+			r.LastSample = off
+		}
+		if off < before {
+			before = off
+		}
+		switch p.Metric {
+		case metricDuration:
+			a := get(p)
+			a.all = append(a.all, p.Value)
+			if cfg.BatchTag != "" {
+				if v, ok := p.Tags[cfg.BatchTag]; ok {
+					if b, err := strconv.ParseFloat(v, 64); err == nil {
+						a.batch = append(a.batch, b)
+					}
+				}
+			}
+			if s := p.Tags["status"]; s == "" || s == "0" || s >= "400" && len(s) == 3 {
+				a.statusFail++
+			}
+			if p.Tags["status"] != r.Status {
+				continue
+			}
+			selected++
+			a.st.Latencies = append(a.st.Latencies, p.Value)
+			idx := -1
+			for w := range windows {
+				if off >= windows[w].Start && off < windows[w].End {
+					idx = w
+					break
+				}
+			}
+			if idx < 0 {
+				outside++
+				continue
+			}
+			a.byStage[idx] = append(a.byStage[idx], p.Value)
+		case metricReqs:
+			a := get(p)
+			a.reqs += p.Value
+			a.haveReqs = true
+		case metricFailed:
+			a := get(p)
+			a.failedRate += p.Value
+			a.rateN++
+		default:
+			if batchMetric != "" && p.Metric == batchMetric {
+				a := get(p)
+				a.batch = append(a.batch, p.Value)
+			}
+		}
+	}
+	if before < 0 && !cfg.Start.IsZero() {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s of samples precede --start %s; they are left out of the stage stats", fmtDur(-before), cfg.Start.Format(time.RFC3339)))
+	}
+	// Endpoints that only carry counters (no duration sample) are not
+	// endpoints of the report.
+	kept := r.Endpoints[:0]
+	for _, e := range r.Endpoints {
+		if len(accs[e.Name].all) > 0 {
+			kept = append(kept, e)
+		}
+	}
+	r.Endpoints = kept
+	if len(r.Endpoints) == 0 {
+		return nil, fmt.Errorf("no %s samples: nothing to report", metricDuration)
+	}
+	if err := r.checkCoverage(selected, outside); err != nil {
+		return nil, err
+	}
+	for _, e := range r.Endpoints {
+		a := accs[e.Name]
+		sorted := append([]float64(nil), a.all...)
+		sort.Float64s(sorted)
+		e.P95 = stagePercentile(sorted, 0.95)
+		e.Requests = int64(len(a.all))
+		if a.haveReqs {
+			e.Requests = int64(math.Round(a.reqs))
+		}
+		if a.rateN > 0 {
+			e.Failed = int64(math.Round(a.failedRate))
+			e.ErrorRate = a.failedRate / float64(a.rateN)
+		} else {
+			e.Failed = a.statusFail
+			e.ErrorRate = float64(a.statusFail) / float64(len(a.all))
+		}
+		if len(a.batch) > 0 {
+			var s float64
+			for _, b := range a.batch {
+				s += b
+			}
+			m := s / float64(len(a.batch))
+			e.EffectiveBatch = &m
+		}
+		var empty []string
+		for w, win := range windows {
+			st := stageStats(a.byStage[w])
+			st.Stage, st.Target, st.Window = win.Stage, win.To, win
+			if st.Samples == 0 {
+				empty = append(empty, fmt.Sprintf("%d (%s)", win.Stage, fmtWindow(win)))
+			}
+			e.Stages = append(e.Stages, st)
+		}
+		if len(empty) > 0 {
+			word := "stage"
+			if len(empty) > 1 {
+				word = "stages"
+			}
+			r.Warnings = append(r.Warnings, fmt.Sprintf("endpoint %s has no status-%s samples in %s %s", e.Name, r.Status, word, strings.Join(empty, ", ")))
+		}
+	}
+	if err := r.costs(cfg, batchMetric); err != nil {
+		return nil, err
+	}
+	r.Ranking = append([]*EndpointStats(nil), r.Endpoints...)
+	sort.SliceStable(r.Ranking, func(i, j int) bool { return r.Ranking[i].P95 < r.Ranking[j].P95 })
+	r.findings()
+	return r, nil
+}
+
+// checkCoverage refuses windows that miss most of the run and warns
+// about samples outside them or stages the run never reached.
+func (r *StageReport) checkCoverage(selected, outside int) error {
+	first, last := r.Windows[0], r.Windows[len(r.Windows)-1]
+	span := fmt.Sprintf("%s-%s", secs(first.Start), secs(last.End))
+	if selected == 0 {
+		return fmt.Errorf("no %s samples with status %s: nothing for the stage stats", metricDuration, r.Status)
+	}
+	if outside*2 > selected {
+		return fmt.Errorf("stage windows (%ss) do not cover the run: %d of %d status-%s samples fall outside them (samples run from 0s to %ss after the start %s); check the stages or --start",
+			span, outside, selected, r.Status, secs(r.LastSample), r.Start.UTC().Format(time.RFC3339))
+	}
+	if outside > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d status-%s samples (%.1f%%) fall outside the stage windows (%ss; last sample at %ss) and are left out of the stage stats",
+			outside, selected, r.Status, 100*float64(outside)/float64(selected), span, secs(r.LastSample)))
+	}
+	for _, w := range r.Windows {
+		if w.Start > r.LastSample {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("stage %d (%s) starts after the last sample at %ss: the run ended early or the windows are wrong", w.Stage, fmtWindow(w), secs(r.LastSample)))
+		}
+	}
+	return nil
+}
+
+func (r *StageReport) costs(cfg StageConfig, batchMetric string) error {
+	names := make([]string, len(r.Endpoints))
+	var withBatch []*EndpointStats
+	for i, e := range r.Endpoints {
+		names[i] = e.Name
+		if e.EffectiveBatch != nil {
+			withBatch = append(withBatch, e)
+		}
+	}
+	var base *EndpointStats
+	if cfg.Baseline != "" {
+		for _, e := range r.Endpoints {
+			if e.Name == cfg.Baseline {
+				base = e
+			}
+		}
+		if base == nil {
+			return fmt.Errorf("baseline endpoint %q does not exist; endpoints (tag %s): %s", cfg.Baseline, r.GroupBy, strings.Join(names, ", "))
+		}
+	}
+	src := "metric " + batchMetric
+	if cfg.BatchTag != "" {
+		src = "tag " + cfg.BatchTag
+	}
+	if len(withBatch) == 0 {
+		if cfg.BatchMetric != "" || cfg.BatchTag != "" {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("no batch sizes found (%s): the cost columns are left out", src))
+		}
+		return nil
+	}
+	r.BatchFrom = src
+	if base == nil {
+		base = withBatch[0]
+		for _, e := range withBatch[1:] {
+			if *e.EffectiveBatch < *base.EffectiveBatch {
+				base = e
+			}
+		}
+	}
+	if base.EffectiveBatch == nil || *base.EffectiveBatch <= 0 {
+		return fmt.Errorf("baseline endpoint %q has no positive batch size (%s): cost cannot be relative to it", base.Name, src)
+	}
+	r.Baseline = base.Name
+	for _, e := range withBatch {
+		if *e.EffectiveBatch <= 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("endpoint %s has effective batch %.2f: no cost figure", e.Name, *e.EffectiveBatch))
+			continue
+		}
+		c := 100 * *base.EffectiveBatch / *e.EffectiveBatch
+		e.CostPct = &c
+	}
+	for _, e := range r.Endpoints {
+		if e.EffectiveBatch == nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("endpoint %s has no batch sizes (%s): its cost is not shown", e.Name, src))
+		}
+	}
+	return nil
+}
+
+// findings names the best endpoint for p95, cost and error rate; values
+// equal as displayed are named as a tie.
+func (r *StageReport) findings() {
+	best := func(key func(*EndpointStats) (float64, bool), show func(float64) string) (string, []string) {
+		var bestV float64
+		var names []string
+		for _, e := range r.Endpoints {
+			v, ok := key(e)
+			if !ok {
+				continue
+			}
+			switch {
+			case names == nil:
+				bestV, names = v, []string{e.Name}
+			case show(v) == show(bestV):
+				names = append(names, e.Name)
+			case v < bestV:
+				bestV, names = v, []string{e.Name}
+			}
+		}
+		if names == nil {
+			return "", nil
+		}
+		return show(bestV), names
+	}
+	say := func(what, tieWhat, suffix string, v string, names []string) {
+		if len(names) == 1 {
+			r.Findings = append(r.Findings, fmt.Sprintf("%s: **%s** at **%s**%s.", what, names[0], v, suffix))
+		} else if len(names) > 1 {
+			r.Findings = append(r.Findings, fmt.Sprintf("%s is a tie at **%s**%s across: **%s**.", tieWhat, v, suffix, strings.Join(names, ", ")))
+		}
+	}
+	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, true }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
+	say("Fastest p95 endpoint", "Fastest p95", "", v, n)
+	if r.Baseline != "" {
+		v, n = best(func(e *EndpointStats) (float64, bool) {
+			if e.CostPct == nil {
+				return 0, false
+			}
+			return *e.CostPct, true
+		}, func(x float64) string { return fmt.Sprintf("%.2f%%", x) })
+		say("Most cost-efficient endpoint (estimate)", "Most cost-efficient (estimate)", " of "+r.Baseline+" baseline", v, n)
+	}
+	v, n = best(func(e *EndpointStats) (float64, bool) { return e.ErrorRate, true }, func(x float64) string { return fmt.Sprintf("%.3f%%", 100*x) })
+	say("Lowest observed error rate", "Lowest observed error rate", "", v, n)
+}
+
+// stageStats computes count, mean and type-7 percentiles of samples.
+func stageStats(xs []float64) StageStats {
+	st := StageStats{Samples: len(xs)}
+	if len(xs) == 0 {
+		return st
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	var sum float64
+	for _, x := range s {
+		sum += x
+	}
+	f := func(v float64) *float64 { return &v }
+	st.Avg = f(sum / float64(len(s)))
+	st.P50 = f(stagePercentile(s, 0.50))
+	st.P95 = f(stagePercentile(s, 0.95))
+	st.P99 = f(stagePercentile(s, 0.99))
+	st.Max = f(s[len(s)-1])
+	return st
+}
+
+// stagePercentile is k6's Trend percentile: linear interpolation at rank
+// p·(n-1) of the sorted samples (Hyndman–Fan type 7).
+func stagePercentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	rank := p * float64(len(sorted)-1)
+	lo := int(math.Floor(rank))
+	hi := int(math.Ceil(rank))
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
+}

@@ -1,0 +1,320 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/envelope-dev/envelope/internal/catalogue"
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// Calibration holds every threshold the alerts use and how it was
+// derived, so docs/rules.md and the tests can show the arithmetic.
+//
+// The formulas (docs/rules.md explains them):
+//
+//   - z is the one-sided normal quantile of the false-alarm budget per
+//     evaluation (Tolerance.FalseAlarm; 0.001 gives z = 3.09).
+//   - Throughput floor = band min × (1 − ThroughputDrop) × (1 − z·σ), with
+//     σ = √(CV² + 1/(mean·W)): the run-to-run spread and the Poisson
+//     counting noise of one W-second rate window, relative.
+//   - Latency: "pQ above X" is "more than a tail fraction t = 1 − Q of the
+//     requests slower than X", read exactly from the classic bucket at
+//     le = X, where X = band max × (1 + LatencyRise), in seconds rounded
+//     to the microsecond as the exporter's bucket edges are. The alert compares the observed slow fraction with the
+//     binomial upper bound t + z·√(t(1−t)/n) + c/n for the n requests
+//     actually in the window (c: continuity and skew correction), so a
+//     thin window never alarms on a few slow requests.
+//   - Errors: any failed request when the envelope holds zero errors;
+//     otherwise the same binomial bound around Tolerance.ErrorRatio.
+//   - Throughput CV: the 1m-rate CV over 10m is bounded by
+//     √(CV² + 1/(mean·60)) × √(χ²₁₋α(k)/k), k = 9 effective degrees of
+//     freedom, or Tolerance.MaxCV when that is larger.
+type Calibration struct {
+	Window     time.Duration
+	WindowStr  string
+	FalseAlarm float64
+	Z          float64
+	VUs        int
+
+	Throughput ThroughputBound
+	CV         CVBound
+	Latency    []LatencyBound // overall http_req_duration
+	Endpoints  []EndpointBound
+	Errors     ErrorBound
+}
+
+// ThroughputBound is the calibrated floor of the http_reqs rate.
+type ThroughputBound struct {
+	Mean, Min, Max float64 // envelope band, req/s
+	EnvCV          float64 // run-to-run CV
+	NoiseRel       float64 // 1/√(mean·W)
+	SigmaRel       float64 // √(CV² + NoiseRel²)
+	Drop           float64 // tolerance
+	Floor          float64 // req/s
+	FloorPerVU     float64 // req/s per VU, 0 without a VU count
+}
+
+// CVBound is the calibrated ceiling of the throughput CV recording.
+type CVBound struct {
+	Expected float64 // √(CV² + 1/(mean·60))
+	DOF      int
+	Factor   float64 // √(χ²₁₋α(k)/k)
+	MaxCV    float64 // tolerance
+	Bound    float64
+}
+
+// LatencyBound is one "quantile above X" test.
+type LatencyBound struct {
+	Quantile  float64 // 0.95 or 0.99
+	BandMin   float64 // ms
+	BandMax   float64 // ms
+	Rise      float64 // tolerance
+	Threshold float64 // X, seconds, rounded to the microsecond
+	Le        string  // X as Prometheus writes the le label
+	Tail      float64 // 1 − Quantile
+	// ExpectedN is the requests expected in one window (0 when unknown),
+	// and ExpectedBound the slow fraction that alerts at that n.
+	ExpectedN     float64
+	ExpectedBound float64
+}
+
+// EndpointBound is one endpoint's series and latency bounds.
+type EndpointBound struct {
+	Key      string // envelope key
+	Series   string // histogram base name, e.g. k6_auth_login_seconds
+	Selector string // PromQL matchers without braces, "" for a custom trend
+	Rate     float64
+	Latency  []LatencyBound
+}
+
+// ErrorBound is the failed-request condition.
+type ErrorBound struct {
+	Zero  bool    // any failed request alerts
+	Ratio float64 // allowed ratio otherwise
+}
+
+// ErrMissingField is wrapped by every "the envelope lacks X" error.
+var ErrMissingField = errors.New("missing field")
+
+func missing(field, why string) error {
+	return fmt.Errorf("envelope: %s: %w (%s)", field, ErrMissingField, why)
+}
+
+// Calibrate validates env for rule generation and computes every bound.
+// Errors name the envelope field at fault.
+func Calibrate(env *envelope.Envelope) (*Calibration, error) {
+	if env == nil {
+		return nil, errors.New("envelope: nil")
+	}
+	tol := env.Tolerance
+	def := envelope.DefaultTolerance()
+	if tol.Window == "" {
+		return nil, missing("tolerance.window", "the alert rate window, e.g. 5m")
+	}
+	w, err := model.ParseDuration(tol.Window)
+	if err != nil || w <= 0 {
+		return nil, fmt.Errorf("envelope: tolerance.window: %q is not a Prometheus duration", tol.Window)
+	}
+	if time.Duration(w) < time.Minute {
+		return nil, fmt.Errorf("envelope: tolerance.window: %s is shorter than 1m (4 scrapes at 15s)", tol.Window)
+	}
+	fa := tol.FalseAlarm
+	if fa == 0 {
+		fa = def.FalseAlarm
+	}
+	if fa <= 0 || fa >= 0.5 {
+		return nil, fmt.Errorf("envelope: tolerance.false_alarm: %g is outside (0, 0.5)", tol.FalseAlarm)
+	}
+	for name, v := range map[string]float64{"tolerance.throughput_drop": tol.ThroughputDrop, "tolerance.latency_rise": tol.LatencyRise, "tolerance.error_ratio": tol.ErrorRatio, "tolerance.max_cv": tol.MaxCV} {
+		if v < 0 || v >= 1 || math.IsNaN(v) {
+			return nil, fmt.Errorf("envelope: %s: %g is outside [0, 1)", name, v)
+		}
+	}
+	c := &Calibration{
+		Window:     time.Duration(w),
+		WindowStr:  w.String(),
+		FalseAlarm: fa,
+		Z:          normalQuantile(1 - fa),
+		VUs:        env.Provenance.Workload.VUs,
+	}
+	ws := c.Window.Seconds()
+
+	// Throughput.
+	tp := env.Throughput
+	if tp.Mean <= 0 {
+		return nil, missing("throughput.mean", "the request rate the floor is built on")
+	}
+	if tp.Min <= 0 {
+		return nil, missing("throughput.min", "the bottom of the throughput band")
+	}
+	t := ThroughputBound{Mean: tp.Mean, Min: tp.Min, Max: tp.Max, EnvCV: tp.CV, Drop: tol.ThroughputDrop}
+	t.NoiseRel = 1 / math.Sqrt(tp.Mean*ws)
+	t.SigmaRel = math.Hypot(tp.CV, t.NoiseRel)
+	t.Floor = round4(tp.Min * (1 - t.Drop) * (1 - c.Z*t.SigmaRel))
+	if t.Floor <= 0 {
+		return nil, fmt.Errorf("envelope: throughput: the calibrated floor is not positive (mean %g req/s is too low for a %s window)", tp.Mean, c.WindowStr)
+	}
+	if c.VUs > 0 {
+		t.FloorPerVU = round4(t.Floor / float64(c.VUs))
+	}
+	c.Throughput = t
+
+	// Throughput CV over 10m of 1m rates: 40 samples, about 9 independent.
+	cv := CVBound{DOF: 9, MaxCV: tol.MaxCV}
+	cv.Expected = math.Hypot(tp.CV, 1/math.Sqrt(tp.Mean*60))
+	cv.Factor = math.Sqrt(chiSquareQuantile(1-fa, cv.DOF) / float64(cv.DOF))
+	cv.Bound = round4(math.Max(cv.Expected*cv.Factor, tol.MaxCV))
+	c.CV = cv
+
+	// Overall latency.
+	overallN := tp.Mean * ws
+	for _, q := range []struct {
+		field string
+		quant float64
+		band  envelope.Band
+	}{{"latency.p95", 0.95, env.Latency.P95}, {"latency.p99", 0.99, env.Latency.P99}} {
+		if q.band.Max <= 0 {
+			return nil, missing(q.field+".max", "the top of the band the latency alert is built on")
+		}
+		c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
+	}
+
+	// Endpoints, in key order.
+	keys := make([]string, 0, len(env.Endpoints))
+	for k := range env.Endpoints {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ep := env.Endpoints[k]
+		field := fmt.Sprintf("endpoints[%q]", k)
+		if k == "" {
+			return nil, fmt.Errorf("envelope: endpoints: an endpoint has an empty name")
+		}
+		b := EndpointBound{Key: k, Rate: ep.Share * tp.Mean}
+		switch {
+		case ep.Metric != "":
+			b.Series = catalogue.SeriesName(ep.Metric, "trend", "time")
+		case ep.Tag != "" && ep.Value != "":
+			if !isExposedLabel(ep.Tag) {
+				return nil, fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels, ", "))
+			}
+			b.Series = catalogue.HTTPReqDuration.Name
+			b.Selector = ep.Tag + "=" + promString(ep.Value)
+		default:
+			return nil, missing(field+".metric", "an endpoint needs a custom trend metric, or tag and value")
+		}
+		n := b.Rate * ws
+		if ep.P95.Max > 0 {
+			b.Latency = append(b.Latency, latencyBound(0.95, ep.P95, tol.LatencyRise, n, c.Z))
+		}
+		if ep.P99.Max > 0 {
+			b.Latency = append(b.Latency, latencyBound(0.99, ep.P99, tol.LatencyRise, n, c.Z))
+		}
+		if len(b.Latency) == 0 {
+			return nil, missing(field+".p95.max", "an endpoint needs a p95 or p99 band")
+		}
+		c.Endpoints = append(c.Endpoints, b)
+	}
+
+	c.Errors = ErrorBound{Zero: tol.ErrorRatio == 0, Ratio: tol.ErrorRatio}
+	return c, nil
+}
+
+func latencyBound(q float64, band envelope.Band, rise, n, z float64) LatencyBound {
+	// In seconds, rounded to the microsecond exactly as the exporter
+	// rounds the band edges it adds to its classic buckets, so the le
+	// label the rule selects is one the exporter exposes.
+	x := math.Round(band.Max*(1+rise)*1000) / 1e6
+	if x <= 0 {
+		x = 1e-6
+	}
+	b := LatencyBound{Quantile: q, BandMin: band.Min, BandMax: band.Max, Rise: rise, Threshold: x, Le: LeValue(x), Tail: round4(1 - q), ExpectedN: n}
+	if n > 0 {
+		b.ExpectedBound = binomialBound(b.Tail, n, z)
+	}
+	return b
+}
+
+// binomialBound is the one-sided upper bound of a fraction observed over
+// n trials when the true fraction is p: normal approximation with the
+// continuity correction and the Cornish-Fisher skew term.
+func binomialBound(p, n, z float64) float64 {
+	return p + z*math.Sqrt(p*(1-p)/n) + binomialCorrection(p, z)/n
+}
+
+func binomialCorrection(p, z float64) float64 {
+	return (z*z-1)*(1-2*p)/6 + 0.5
+}
+
+// LatencyEdges are the classic-histogram bucket edges (seconds) the alert
+// rules read with le="…": the exporter adds them to its bucket layout so
+// "more than 5% slower than X" is exact.
+func LatencyEdges(c *Calibration) []float64 {
+	set := map[float64]bool{}
+	for _, b := range c.Latency {
+		set[b.Threshold] = true
+	}
+	for _, e := range c.Endpoints {
+		for _, b := range e.Latency {
+			set[b.Threshold] = true
+		}
+	}
+	out := make([]float64, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// LeValue formats a bucket edge as Prometheus 3 stores the le label
+// (floats normalized: 1 becomes "1.0").
+func LeValue(v float64) string {
+	if math.IsInf(v, 1) {
+		return "+Inf"
+	}
+	s := fmtFloat(v)
+	if !strings.ContainsAny(s, ".eE") {
+		s += ".0"
+	}
+	return s
+}
+
+func isExposedLabel(l string) bool {
+	for _, x := range catalogue.DefaultK6Labels {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// normalQuantile is Φ⁻¹(p).
+func normalQuantile(p float64) float64 {
+	return math.Sqrt2 * math.Erfinv(2*p-1)
+}
+
+// chiSquareQuantile is the Wilson–Hilferty approximation of the p
+// quantile of χ² with k degrees of freedom (within 1% for k ≥ 3).
+func chiSquareQuantile(p float64, k int) float64 {
+	kf := float64(k)
+	h := 2 / (9 * kf)
+	v := 1 - h + normalQuantile(p)*math.Sqrt(h)
+	return kf * v * v * v
+}
+
+func round4(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	mag := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*mag) / mag
+}

@@ -1,0 +1,286 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	c6 "github.com/envelope-dev/envelope/internal/catalogue"
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+func init() {
+	RegisterGroup(10, "recording", buildRecording)
+	RegisterGroup(20, "alerts", buildAlerts)
+	RegisterGroup(30, "endpoints", buildEndpointAlerts)
+}
+
+// Alert names.
+const (
+	AlertThroughputLow      = "K6EnvelopeThroughputLow"
+	AlertThroughputUnstable = "K6EnvelopeThroughputUnstable"
+	AlertLatencyHigh        = "K6EnvelopeLatencyHigh"
+	AlertEndpointLatency    = "K6EnvelopeEndpointLatencyHigh"
+	AlertRequestsFailing    = "K6EnvelopeRequestsFailing"
+	AlertSaturation         = "K6EnvelopeSaturation"
+	AlertExporterDown       = "K6EnvelopeExporterDown"
+	AlertNoTraffic          = "K6EnvelopeNoTraffic"
+)
+
+// maxRulesPerGroup follows the mixin lint limit.
+const maxRulesPerGroup = 20
+
+const (
+	reqs     = "k6_http_reqs_total"
+	failed   = "k6_http_req_failed_total"
+	iters    = "k6_iterations_total"
+	vus      = "k6_vus"
+	duration = "k6_http_req_duration_seconds"
+)
+
+func buildRecording(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
+	q := func(phi, by string) string {
+		return fmt.Sprintf("histogram_quantile(%s, sum by (%s) (rate(%s[1m]))) or histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket[1m])))",
+			phi, by, duration, phi, by, duration)
+	}
+	ratio := func(by string) string {
+		return fmt.Sprintf(`(sum by (%[1]s) (rate(%[2]s{condition="nonzero"}[1m])) or 0 * sum by (%[1]s) (rate(%[2]s[1m]))) / sum by (%[1]s) (rate(%[2]s[1m]))`, by, failed)
+	}
+	g := RuleGroup{Name: "envelope-k6.rules", Rules: []Rule{
+		{Record: c6.RecThroughput, Expr: fmt.Sprintf("sum by (testid) (rate(%s[1m]))", reqs)},
+		{Record: c6.RecIterationRate, Expr: fmt.Sprintf("sum by (testid) (rate(%s[1m]))", iters)},
+		{Record: c6.RecErrorRatio, Expr: ratio("testid")},
+		{Record: c6.RecLatencyP50, Expr: q("0.5", "testid")},
+		{Record: c6.RecLatencyP95, Expr: q("0.95", "testid")},
+		{Record: c6.RecLatencyP99, Expr: q("0.99", "testid")},
+		{Record: c6.RecThroughputCV, Expr: fmt.Sprintf("stddev_over_time(%[1]s[10m]) / avg_over_time(%[1]s[10m])", c6.RecThroughput)},
+		{Record: c6.RecEndpointRate, Expr: fmt.Sprintf("sum by (testid, name) (rate(%s[1m]))", reqs)},
+		{Record: c6.RecEndpointErrorRatio, Expr: ratio("testid, name")},
+		{Record: c6.RecEndpointP50, Expr: q("0.5", "testid, name")},
+		{Record: c6.RecEndpointP95, Expr: q("0.95", "testid, name")},
+		{Record: c6.RecEndpointP99, Expr: q("0.99", "testid, name")},
+		{Record: c6.RecThroughputPerVU, Expr: fmt.Sprintf("%s / on (testid) sum by (testid) (%s)", c6.RecThroughput, vus)},
+		{Record: c6.RecThroughputVsEnvelope, Expr: fmt.Sprintf("%s / %s", c6.RecThroughput, fmtFloat(c.Throughput.Mean))},
+		{Record: c6.RecLatencyP95VsEnvelope, Expr: fmt.Sprintf("%s / %s", c6.RecLatencyP95, fmtFloat(c.Latency[0].BandMax/1000))},
+	}}
+	return []RuleGroup{g}, nil
+}
+
+// fullWindow is true for a testid once its request counter has existed
+// for a whole window, so a rate is not read off a partly filled window.
+func fullWindow(w string) string {
+	return fmt.Sprintf("sum by (testid) (%s offset %s)", reqs, w)
+}
+
+// running is true while the test has active VUs.
+func running() string { return fmt.Sprintf("sum by (testid) (%s) > 0", vus) }
+
+// slowFraction is the alert condition "more than the tail fraction of the
+// requests slower than X", exact on the classic bucket at le=X with the
+// native histogram as fallback when that bucket is not exposed.
+func slowFraction(series, sel string, b LatencyBound, z float64, w string) string {
+	m := func(extra string) string {
+		parts := []string{}
+		if sel != "" {
+			parts = append(parts, sel)
+		}
+		if extra != "" {
+			parts = append(parts, extra)
+		}
+		if len(parts) == 0 {
+			return ""
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	tail := fmtFloat(b.Tail)
+	v := fmtFloat(round4(b.Tail * (1 - b.Tail)))
+	zs := fmtFloat(round4(z))
+	corr := fmtFloat(round4(binomialCorrection(b.Tail, z)))
+	x := fmtFloat(b.Threshold)
+	inf := fmt.Sprintf("%s_bucket%s", series, m(`le="+Inf"`))
+	classic := fmt.Sprintf("(1 - sum by (testid) (rate(%s_bucket%s[%s])) / sum by (testid) (rate(%s[%s])))", series, m(`le="`+b.Le+`"`), w, inf, w)
+	classicN := fmt.Sprintf("sum by (testid) (increase(%s[%s]))", inf, w)
+	native := fmt.Sprintf("(1 - histogram_fraction(0, %s, sum by (testid) (rate(%s%s[%s]))))", x, series, m(""), w)
+	nativeN := fmt.Sprintf("histogram_count(sum by (testid) (increase(%s%s[%s])))", series, m(""), w)
+	bound := func(n string) string {
+		return fmt.Sprintf("(%s + %s * sqrt(%s / %s) + %s / %s)", tail, zs, v, n, corr, n)
+	}
+	return fmt.Sprintf("(%s > %s or %s > %s)", classic, bound(classicN), native, bound(nativeN))
+}
+
+func errorsCondition(c *Calibration, w string) string {
+	nz := failed + `{condition="nonzero"}`
+	if c.Errors.Zero {
+		return fmt.Sprintf("(sum by (testid) (increase(%[1]s[%[2]s])) > 0 or sum by (testid) (%[1]s unless %[1]s offset %[2]s) > 0)", nz, w)
+	}
+	p := c.Errors.Ratio
+	n := fmt.Sprintf("sum by (testid) (increase(%s[%s]))", failed, w)
+	return fmt.Sprintf("(sum by (testid) (rate(%s[%s])) / sum by (testid) (rate(%s[%s])) > (%s + %s * sqrt(%s / %s) + %s / %s))",
+		nz, w, failed, w, fmtFloat(p), fmtFloat(round4(c.Z)), fmtFloat(p*(1-p)), n, fmtFloat(round4(binomialCorrection(p, c.Z))), n)
+}
+
+func quantileName(q float64) string { return "p" + strings.TrimPrefix(fmtFloat(q*100), "0") }
+
+func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
+	w := c.WindowStr
+	t := c.Throughput
+	z := fmtFloat(round4(c.Z))
+	var rs []Rule
+
+	rs = append(rs, Rule{
+		Alert: AlertThroughputLow,
+		Expr: fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s and on (testid) %s and on (testid) %s",
+			reqs, w, fmtFloat(t.Floor), fullWindow(w), running()),
+		For:    "1m",
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: ann(o, AlertThroughputLow, "Throughput of the k6 test is below the envelope band.",
+			fmt.Sprintf("Test {{ $labels.testid }} made {{ $value | humanize }} req/s over the last %s. The envelope's throughput band is %s–%s req/s (mean %s, run-to-run CV %s); the calibrated floor is %s req/s: band min −%s tolerance, minus z=%s × %s relative noise (%s window).",
+				w, fmtFloat(round4(t.Min)), fmtFloat(round4(t.Max)), fmtFloat(round4(t.Mean)), pct(t.EnvCV), fmtFloat(t.Floor), pct(t.Drop), z, pct(t.SigmaRel), w)),
+	})
+
+	cv := c.CV
+	rs = append(rs, Rule{
+		Alert: AlertThroughputUnstable,
+		Expr: fmt.Sprintf("%s > %s and on (testid) %s and on (testid) %s",
+			c6.RecThroughputCV, fmtFloat(cv.Bound), fullWindow("11m"), running()),
+		For:    "5m",
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: ann(o, AlertThroughputUnstable, "Throughput of the k6 test varies more than the envelope allows.",
+			fmt.Sprintf("Test {{ $labels.testid }}: the CV of the 1m request rate over 10m is {{ $value | humanizePercentage }}. The envelope's run-to-run CV is %s; with 1m counting noise the expected CV is %s and the calibrated bound is %s.",
+				pct(t.EnvCV), pct(cv.Expected), pct(cv.Bound))),
+	})
+
+	for _, b := range c.Latency {
+		qn := quantileName(b.Quantile)
+		rs = append(rs, Rule{
+			Alert:  AlertLatencyHigh,
+			Expr:   slowFraction(duration, "", b, c.Z, w) + " and on (testid) " + running(),
+			For:    "1m",
+			Labels: map[string]string{"severity": "warning", "quantile": fmtFloat(b.Quantile)},
+			Annotations: ann(o, AlertLatencyHigh, "Request latency of the k6 test is above the envelope band.",
+				fmt.Sprintf("Test {{ $labels.testid }}: {{ $value | humanizePercentage }} of requests over the last %s took longer than %s ms, so %s is above it. The envelope's %s band is %s–%s ms; %s ms adds the %s tolerance. At the envelope's rate the alert needs more than %s slow requests.",
+					w, fmtMS(b.Threshold), qn, qn, fmtFloat(round4(b.BandMin)), fmtFloat(round4(b.BandMax)), fmtMS(b.Threshold), pct(b.Rise), pct(b.ExpectedBound))),
+		})
+	}
+
+	rs = append(rs, Rule{
+		Alert:  AlertRequestsFailing,
+		Expr:   errorsCondition(c, w),
+		For:    "1m",
+		Labels: map[string]string{"severity": "critical"},
+		Annotations: ann(o, AlertRequestsFailing, "Requests of the k6 test are failing.",
+			errorsDescription(env, c, w)),
+	})
+
+	sat := fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s", reqs, w, fmtFloat(t.Floor))
+	satWhat := fmt.Sprintf("{{ $value | humanize }} req/s against a floor of %s req/s", fmtFloat(t.Floor))
+	if t.FloorPerVU > 0 {
+		sat = fmt.Sprintf("sum by (testid) (rate(%s[%s])) / sum by (testid) (%s) < %s", reqs, w, vus, fmtFloat(t.FloorPerVU))
+		satWhat = fmt.Sprintf("{{ $value | humanize }} req/s per VU against a floor of %s (%s VUs in the envelope)", fmtFloat(t.FloorPerVU), strconv.Itoa(c.VUs))
+	}
+	p95 := c.Latency[0]
+	rs = append(rs, Rule{
+		Alert: AlertSaturation,
+		Expr: fmt.Sprintf("%s and on (testid) %s and on (testid) (%s or %s)",
+			sat, fullWindow(w), slowFraction(duration, "", p95, c.Z, w), errorsCondition(c, w)),
+		For:    "2m",
+		Labels: map[string]string{"severity": "critical"},
+		Annotations: ann(o, AlertSaturation, "The system under test looks saturated.",
+			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while p95 latency is above %s ms or requests fail: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
+				satWhat, w, fmtMS(p95.Threshold), templateText(env.Saturation.Verdict, "verdict not recorded"))),
+	})
+
+	sel := o.ExporterSelector
+	rs = append(rs, Rule{
+		Alert:  AlertExporterDown,
+		Expr:   fmt.Sprintf("up{%[1]s} == 0 or absent(up{%[1]s})", sel),
+		For:    "1m",
+		Labels: map[string]string{"severity": "critical"},
+		Annotations: ann(o, AlertExporterDown, "The envelope exporter is down or not scraped.",
+			"The envelope exporter target {{ $labels.instance }} ({{ $labels.job }}) reports up = {{ $value }}, or no target matches "+templateText(sel, "")+": k6 series and envelope alerts have no data."),
+	})
+
+	rs = append(rs, Rule{
+		Alert:  AlertNoTraffic,
+		Expr:   fmt.Sprintf("%s unless on (testid) sum by (testid) (rate(%s[2m])) > 0", running(), reqs),
+		For:    "2m",
+		Labels: map[string]string{"severity": "warning"},
+		Annotations: ann(o, AlertNoTraffic, "A k6 test is running but makes no requests.",
+			fmt.Sprintf("Test {{ $labels.testid }} has {{ $value }} active VUs but no HTTP requests over the last 2m; the envelope expects %s req/s.", fmtFloat(round4(t.Mean)))),
+	})
+
+	return []RuleGroup{{Name: "envelope-k6-alerts", Rules: rs}}, nil
+}
+
+func errorsDescription(env *envelope.Envelope, c *Calibration, w string) string {
+	base := fmt.Sprintf("the envelope recorded %d failed of %d requests", env.Errors.Failed, env.Errors.Total)
+	if c.Errors.Zero {
+		return fmt.Sprintf("Test {{ $labels.testid }} had {{ $value | humanize }} failed requests over the last %s; %s and allows none.", w, base)
+	}
+	return fmt.Sprintf("Test {{ $labels.testid }}: {{ $value | humanizePercentage }} of requests failed over the last %s; %s and allows %s, plus the binomial margin for the window's request count.", w, base, pct(c.Errors.Ratio))
+}
+
+func buildEndpointAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
+	w := c.WindowStr
+	var rs []Rule
+	for _, e := range c.Endpoints {
+		for _, b := range e.Latency {
+			qn := quantileName(b.Quantile)
+			need := ""
+			if b.ExpectedBound > 0 {
+				need = fmt.Sprintf(" At the endpoint's expected %s req/s the alert needs more than %s slow requests.", fmtFloat(round4(e.Rate)), pct(b.ExpectedBound))
+			}
+			rs = append(rs, Rule{
+				Alert:  AlertEndpointLatency,
+				Expr:   slowFraction(e.Series, e.Selector, b, c.Z, w) + " and on (testid) " + running(),
+				For:    "1m",
+				Labels: map[string]string{"severity": "warning", "endpoint": templateText(e.Key, ""), "quantile": fmtFloat(b.Quantile)},
+				Annotations: ann(o, AlertEndpointLatency, "Endpoint latency of the k6 test is above the envelope band.",
+					fmt.Sprintf("Test {{ $labels.testid }}, endpoint %s: {{ $value | humanizePercentage }} of its requests over the last %s took longer than %s ms, so %s is above it. The envelope's %s band for this endpoint is %s–%s ms; %s ms adds the %s tolerance.%s",
+						templateText(e.Key, ""), w, fmtMS(b.Threshold), qn, qn, fmtFloat(round4(b.BandMin)), fmtFloat(round4(b.BandMax)), fmtMS(b.Threshold), pct(b.Rise), need)),
+			})
+		}
+	}
+	var gs []RuleGroup
+	for i := 0; i < len(rs); i += maxRulesPerGroup {
+		end := min(i+maxRulesPerGroup, len(rs))
+		name := "envelope-k6-endpoint-alerts"
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", name, i/maxRulesPerGroup+1)
+		}
+		gs = append(gs, RuleGroup{Name: name, Rules: rs[i:end]})
+	}
+	return gs, nil
+}
+
+// ann builds the annotations every alert carries.
+func ann(o Options, alert, summary, description string) map[string]string {
+	return map[string]string{
+		"summary":     summary,
+		"description": description,
+		"runbook_url": o.RunbookURL + "#" + strings.ToLower(alert),
+	}
+}
+
+// templateText makes s safe as literal text of an alert template: text
+// holding template delimiters is emitted as a quoted template string.
+func templateText(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	if strings.Contains(s, "{{") || strings.Contains(s, "}}") {
+		return "{{ " + strconv.Quote(s) + " }}"
+	}
+	return s
+}
+
+// promString quotes s as a PromQL string literal.
+func promString(s string) string { return strconv.Quote(s) }
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func fmtMS(seconds float64) string { return fmtFloat(round4(seconds * 1000)) }
+
+func pct(r float64) string {
+	return strconv.FormatFloat(round4(r*100), 'g', -1, 64) + "%"
+}

@@ -1,0 +1,461 @@
+// Package simulate writes k6-shaped NDJSON runs (--out json: Metric lines,
+// then Point lines) consistent with an envelope: the request rate and
+// iteration rate of its throughput bands, the request mix of its
+// endpoints, and per-endpoint lognormal latency distributions fitted to
+// the endpoint bands, optionally with an injected regression (slower
+// endpoints, failed requests, lower throughput). Output is a pure
+// function of the envelope, the options and the seed.
+package simulate
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// Options shape a simulated run.
+type Options struct {
+	Duration time.Duration
+	Seed     uint64
+	// LatencyFactor multiplies an endpoint's latencies ("*" = every endpoint).
+	LatencyFactor map[string]float64
+	// ErrorRate is the share of requests that fail (status 503).
+	ErrorRate float64
+	// ThroughputFactor multiplies the request and iteration rates (1 = envelope mean).
+	ThroughputFactor float64
+	TestID           string
+	Start            time.Time // zero = 2026-01-01T00:00:00Z
+}
+
+// Endpoint is one endpoint's fitted model.
+type Endpoint struct {
+	Key          string
+	Metric       string // custom trend, "" when none
+	Tag, Value   string // http_req_duration tag selecting it
+	Share        float64
+	Mu, Sigma    float64 // lognormal of the latency in ms
+	LatencyScale float64
+}
+
+// Model is the fitted request mix and latency model of an envelope.
+type Model struct {
+	Rate, IterRate float64
+	VUs            int
+	Endpoints      []Endpoint
+}
+
+// Quantile of endpoint e's latency (ms), before any regression.
+func (e Endpoint) Quantile(p float64) float64 {
+	return math.Exp(e.Mu + e.Sigma*math.Sqrt2*math.Erfinv(2*p-1))
+}
+
+// Fit builds the model of env: lognormal latencies fitted per endpoint
+// (least squares of log quantiles against normal scores over the median,
+// p95 and p99 bands' midpoints, the average when fewer than two are
+// known), and the request mix from the envelope's shares or, when it has
+// none, fitted so the mixture reproduces the overall median, p95 and p99.
+func Fit(env *envelope.Envelope) (*Model, error) {
+	if env.Throughput.Mean <= 0 {
+		return nil, errors.New("envelope: throughput.mean: missing field (the request rate to simulate)")
+	}
+	m := &Model{Rate: env.Throughput.Mean, IterRate: env.Iterations.Mean, VUs: env.Provenance.Workload.VUs}
+	if m.IterRate <= 0 && env.RequestsPerIteration.Mean > 0 {
+		m.IterRate = m.Rate / env.RequestsPerIteration.Mean
+	}
+	if m.VUs <= 0 {
+		m.VUs = 1
+	}
+	keys := make([]string, 0, len(env.Endpoints))
+	for k := range env.Endpoints {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	haveShares := len(keys) > 0
+	for _, k := range keys {
+		ep := env.Endpoints[k]
+		mu, sigma, err := fitLognormal(ep.Avg, ep.Median, ep.P95, ep.P99)
+		if err != nil {
+			return nil, fmt.Errorf("envelope: endpoints[%q]: %w", k, err)
+		}
+		e := Endpoint{Key: k, Metric: ep.Metric, Tag: ep.Tag, Value: ep.Value, Share: ep.Share, Mu: mu, Sigma: sigma, LatencyScale: 1}
+		if e.Share <= 0 {
+			haveShares = false
+		}
+		m.Endpoints = append(m.Endpoints, e)
+	}
+	if len(m.Endpoints) == 0 {
+		// No endpoints: one anonymous endpoint fitted to the overall bands.
+		l := env.Latency
+		mu, sigma, err := fitLognormal(l.Avg, l.Median, l.P95, l.P99)
+		if err != nil {
+			return nil, fmt.Errorf("envelope: latency: %w", err)
+		}
+		m.Endpoints = []Endpoint{{Key: "default", Tag: "name", Value: "default", Share: 1, Mu: mu, Sigma: sigma, LatencyScale: 1}}
+		haveShares = true
+	}
+	if !haveShares {
+		fitShares(m, env.Latency)
+	}
+	var sum float64
+	for _, e := range m.Endpoints {
+		sum += e.Share
+	}
+	for i := range m.Endpoints {
+		m.Endpoints[i].Share /= sum
+	}
+	return m, nil
+}
+
+func mid(b envelope.Band) (float64, bool) {
+	if b.Max <= 0 {
+		return 0, false
+	}
+	if b.Mean > 0 {
+		return b.Mean, true
+	}
+	return (b.Min + b.Max) / 2, true
+}
+
+func fitLognormal(avg, median, p95, p99 envelope.Band) (mu, sigma float64, err error) {
+	type pt struct{ z, lv float64 }
+	var pts []pt
+	for _, q := range []struct {
+		z float64
+		b envelope.Band
+	}{{0, median}, {1.6448536, p95}, {2.3263479, p99}} {
+		if v, ok := mid(q.b); ok {
+			pts = append(pts, pt{q.z, math.Log(v)})
+		}
+	}
+	a, haveAvg := mid(avg)
+	switch {
+	case len(pts) >= 2:
+		var sz, sl, szz, szl float64
+		for _, p := range pts {
+			sz += p.z
+			sl += p.lv
+			szz += p.z * p.z
+			szl += p.z * p.lv
+		}
+		n := float64(len(pts))
+		sigma = (n*szl - sz*sl) / (n*szz - sz*sz)
+		mu = (sl - sigma*sz) / n
+	case len(pts) == 1 && haveAvg:
+		// ln avg = mu + s²/2 and ln q = mu + z s.
+		d := math.Log(a) - pts[0].lv
+		if pts[0].z == 0 {
+			sigma = math.Sqrt(math.Max(2*d, 0))
+		} else {
+			z := pts[0].z
+			disc := z*z + 2*d
+			if disc < 0 {
+				disc = 0
+			}
+			sigma = z - math.Sqrt(disc)
+			if sigma <= 0 {
+				sigma = z + math.Sqrt(disc)
+			}
+		}
+		mu = pts[0].lv - pts[0].z*sigma
+	case len(pts) == 1:
+		mu, sigma = pts[0].lv-pts[0].z*0.5, 0.5
+	case haveAvg:
+		mu, sigma = math.Log(a)-0.125, 0.5
+	default:
+		return 0, 0, errors.New("no avg, median, p95 or p99 band to fit a latency distribution to")
+	}
+	if sigma <= 0.01 || math.IsNaN(sigma) {
+		sigma = 0.01
+	}
+	return mu, sigma, nil
+}
+
+// mixQuantile is the p quantile of the share-weighted mixture.
+func mixQuantile(eps []Endpoint, p float64) float64 {
+	cdf := func(x float64) float64 {
+		var s, w float64
+		for _, e := range eps {
+			s += e.Share * 0.5 * math.Erfc(-(math.Log(x)-e.Mu)/(e.Sigma*math.Sqrt2))
+			w += e.Share
+		}
+		return s / w
+	}
+	lo, hi := 1e-6, 1e7
+	for range 100 {
+		m := math.Sqrt(lo * hi)
+		if cdf(m) < p {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return math.Sqrt(lo * hi)
+}
+
+// fitShares searches the simplex (multiplicative coordinate steps) for the
+// mix whose overall median, p95 and p99 match the envelope's bands.
+func fitShares(m *Model, l envelope.Latency) {
+	type target struct {
+		p, v float64
+	}
+	var ts []target
+	for _, t := range []struct {
+		p float64
+		b envelope.Band
+	}{{0.5, l.Median}, {0.95, l.P95}, {0.99, l.P99}} {
+		if v, ok := mid(t.b); ok {
+			ts = append(ts, target{t.p, v})
+		}
+	}
+	for i := range m.Endpoints {
+		m.Endpoints[i].Share = 1
+	}
+	if len(ts) == 0 {
+		return
+	}
+	loss := func() float64 {
+		var s float64
+		for _, t := range ts {
+			d := math.Log(mixQuantile(m.Endpoints, t.p) / t.v)
+			s += d * d
+		}
+		return s
+	}
+	best := loss()
+	for step := 2.0; step > 1.001; step = math.Sqrt(step) {
+		for improved := true; improved; {
+			improved = false
+			for i := range m.Endpoints {
+				for _, f := range []float64{step, 1 / step} {
+					old := m.Endpoints[i].Share
+					m.Endpoints[i].Share = math.Max(old*f, 1e-6)
+					if l := loss(); l < best-1e-12 {
+						best, improved = l, true
+					} else {
+						m.Endpoints[i].Share = old
+					}
+				}
+			}
+		}
+	}
+}
+
+// Write simulates one run of env with o into w as NDJSON.
+func Write(w io.Writer, env *envelope.Envelope, o Options) error {
+	m, err := Fit(env)
+	if err != nil {
+		return err
+	}
+	if o.Duration <= 0 {
+		o.Duration = 6 * time.Minute
+	}
+	if o.ThroughputFactor == 0 {
+		o.ThroughputFactor = 1
+	}
+	if o.ThroughputFactor < 0 || o.ErrorRate < 0 || o.ErrorRate > 1 {
+		return fmt.Errorf("simulate: throughput factor %g or error rate %g out of range", o.ThroughputFactor, o.ErrorRate)
+	}
+	for k, f := range o.LatencyFactor {
+		if f <= 0 {
+			return fmt.Errorf("simulate: latency factor %s=%g must be positive", k, f)
+		}
+		if k == "*" {
+			continue
+		}
+		if _, ok := env.Endpoints[k]; !ok {
+			return fmt.Errorf("simulate: latency factor for %q: no such endpoint in the envelope", k)
+		}
+	}
+	for i := range m.Endpoints {
+		e := &m.Endpoints[i]
+		if f, ok := o.LatencyFactor["*"]; ok {
+			e.LatencyScale = f
+		}
+		if f, ok := o.LatencyFactor[e.Key]; ok {
+			e.LatencyScale = f
+		}
+	}
+	if o.TestID == "" {
+		o.TestID = "simulated-" + strconv.FormatUint(o.Seed, 10)
+	}
+	start := o.Start
+	if start.IsZero() {
+		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
+	bw := bufio.NewWriterSize(w, 1<<16)
+	s := &sink{w: bw, testid: o.TestID}
+
+	metrics := []struct{ name, typ, contains string }{
+		{"http_reqs", "counter", "default"}, {"http_req_duration", "trend", "time"},
+		{"http_req_failed", "rate", "default"}, {"iterations", "counter", "default"},
+		{"vus", "gauge", "default"}, {"vus_max", "gauge", "default"},
+	}
+	seen := map[string]bool{}
+	for _, e := range m.Endpoints {
+		if e.Metric != "" && !seen[e.Metric] {
+			seen[e.Metric] = true
+			metrics = append(metrics, struct{ name, typ, contains string }{e.Metric, "trend", "time"})
+		}
+	}
+	for _, mt := range metrics {
+		fmt.Fprintf(bw, `{"type":"Metric","data":{"name":%s,"type":"%s","contains":"%s","thresholds":[],"submetrics":null},"metric":%s}`+"\n",
+			jsonString(mt.name), mt.typ, mt.contains, jsonString(mt.name))
+	}
+
+	// Three event streams merged in time order: requests (Poisson at the
+	// scaled rate), iterations (Poisson) and the vus gauge every second.
+	rate := m.Rate * o.ThroughputFactor
+	iterRate := m.IterRate * o.ThroughputFactor
+	end := o.Duration.Seconds()
+	nextReq := rng.ExpFloat64() / rate
+	nextIter := math.Inf(1)
+	if iterRate > 0 {
+		nextIter = rng.ExpFloat64() / iterRate
+	}
+	nextVU := 0.0
+	cum := make([]float64, len(m.Endpoints))
+	var acc float64
+	for i, e := range m.Endpoints {
+		acc += e.Share
+		cum[i] = acc
+	}
+	for {
+		t := math.Min(nextReq, math.Min(nextIter, nextVU))
+		if t >= end {
+			break
+		}
+		ts := start.Add(time.Duration(t * float64(time.Second)))
+		switch t {
+		case nextVU:
+			s.point("vus", ts, float64(m.VUs), nil)
+			s.point("vus_max", ts, float64(m.VUs), nil)
+			nextVU++
+		case nextIter:
+			s.point("iterations", ts, 1, nil)
+			nextIter += rng.ExpFloat64() / iterRate
+		default:
+			u := rng.Float64() * acc
+			i := sort.SearchFloat64s(cum, u)
+			if i >= len(m.Endpoints) {
+				i = len(m.Endpoints) - 1
+			}
+			e := m.Endpoints[i]
+			ms := math.Exp(e.Mu+e.Sigma*rng.NormFloat64()) * e.LatencyScale
+			fail := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
+			tags := e.tags(fail)
+			s.point("http_reqs", ts, 1, tags)
+			s.point("http_req_duration", ts, round6(ms), tags)
+			fv := 0.0
+			if fail {
+				fv = 1
+			}
+			s.point("http_req_failed", ts, fv, tags)
+			if e.Metric != "" {
+				s.point(e.Metric, ts, round6(ms), [][2]string{})
+			}
+			nextReq += rng.ExpFloat64() / rate
+		}
+		if s.err != nil {
+			return s.err
+		}
+	}
+	return bw.Flush()
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// tags are the http_* tags of a request to e.
+func (e Endpoint) tags(fail bool) [][2]string {
+	name := e.Key
+	if e.Tag == "name" {
+		name = e.Value
+	}
+	status, expected := "200", "true"
+	if fail {
+		status, expected = "503", "false"
+	}
+	t := [][2]string{{"expected_response", expected}, {"method", "GET"}, {"name", name}, {"status", status}}
+	if e.Tag != "" && e.Tag != "name" {
+		t = append(t, [2]string{e.Tag, e.Value})
+	}
+	return t
+}
+
+type sink struct {
+	w      *bufio.Writer
+	testid string
+	err    error
+}
+
+// point writes one Point line; nil tags means only testid (gauges),
+// otherwise testid, scenario and group are added as k6 does.
+func (s *sink) point(metric string, ts time.Time, v float64, tags [][2]string) {
+	var b strings.Builder
+	b.WriteString(`{"metric":`)
+	b.WriteString(jsonString(metric))
+	b.WriteString(`,"type":"Point","data":{"time":"`)
+	b.WriteString(ts.Format(time.RFC3339Nano))
+	b.WriteString(`","value":`)
+	b.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+	b.WriteString(`,"tags":{`)
+	all := [][2]string{{"testid", s.testid}}
+	if tags != nil {
+		all = append(all, [2]string{"group", ""}, [2]string{"scenario", "default"})
+		all = append(all, tags...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i][0] < all[j][0] })
+	for i, kv := range all {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(jsonString(kv[0]))
+		b.WriteByte(':')
+		b.WriteString(jsonString(kv[1]))
+	}
+	b.WriteString("}}}\n")
+	if _, err := s.w.WriteString(b.String()); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// WriteFile writes the run to path, gzip-compressed when it ends in .gz.
+func WriteFile(path string, env *envelope.Envelope, o Options) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	var w io.Writer = f
+	var gz *gzip.Writer
+	if strings.HasSuffix(path, ".gz") {
+		gz = gzip.NewWriter(f)
+		w = gz
+	}
+	err = Write(w, env, o)
+	if gz != nil {
+		if cerr := gz.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

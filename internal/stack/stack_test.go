@@ -1,0 +1,375 @@
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/envelope-dev/envelope/internal/exporter"
+)
+
+func TestPromDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Second:             "1s",
+		15 * time.Second:        "15s",
+		2 * time.Minute:         "2m",
+		1500 * time.Millisecond: "1500ms",
+		90 * time.Second:        "90s",
+	} {
+		if got := promDuration(d); got != want {
+			t.Errorf("promDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// The stack's Prometheus config has the compose config's settings (native
+// histograms over protobuf, classic buckets kept) and jobs, and promtool
+// accepts it.
+func TestPrometheusConfig(t *testing.T) {
+	cfg := PrometheusConfig{
+		RuleFiles:     []string{"rules/envelope.rules.yaml"},
+		Alertmanagers: []string{"127.0.0.1:9093"},
+		Jobs: []Job{
+			{Name: ExporterJob, Groups: []TargetGroup{
+				{Targets: []string{"127.0.0.1:19466"}},
+				{Targets: []string{"127.0.0.1:19467", "127.0.0.1:19468"}, Labels: map[string]string{"testid": "x"}},
+			}},
+			{Name: "prometheus", Interval: 30 * time.Second, Groups: []TargetGroup{{Targets: []string{"127.0.0.1:9090"}}}},
+		},
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := yaml.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	// Same global settings as the compose stack's config.
+	compose, err := os.ReadFile("../../deploy/prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(compose, &want); err != nil {
+		t.Fatal(err)
+	}
+	g, w := got["global"].(map[string]any), want["global"].(map[string]any)
+	for _, k := range []string{"scrape_native_histograms", "always_scrape_classic_histograms"} {
+		if g[k] != w[k] || g[k] != true {
+			t.Errorf("global.%s: stack %v, compose %v, want both true", k, g[k], w[k])
+		}
+	}
+	jobs := func(m map[string]any) []string {
+		var out []string
+		for _, sc := range m["scrape_configs"].([]any) {
+			out = append(out, sc.(map[string]any)["job_name"].(string))
+		}
+		return out
+	}
+	if j := jobs(want); j[0] != ExporterJob {
+		t.Errorf("compose scrapes the exporter as job %q, the stack as %q", j[0], ExporterJob)
+	}
+	if j := jobs(got); len(j) != 2 || j[0] != ExporterJob {
+		t.Errorf("stack jobs %v", j)
+	}
+
+	if _, err := (PrometheusConfig{Jobs: []Job{{Name: "x"}}}).YAML(); err == nil {
+		t.Error("a job without targets: no error")
+	}
+
+	if testing.Short() {
+		return
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	rules, err := os.ReadFile("../../rules/envelope.rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "rules", "envelope.rules.yaml"), rules, 0o644)
+	os.WriteFile(filepath.Join(dir, "prometheus.yml"), b, 0o644)
+	cmd := exec.Command("go", "tool", "promtool", "check", "config", "--lint=all", "--lint-fatal", filepath.Join(dir, "prometheus.yml"))
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("SUCCESS")) {
+		t.Errorf("promtool check config: %v\n%s", err, out)
+	}
+}
+
+// Stop ends the whole process group, children included.
+func TestProcessStop(t *testing.T) {
+	dir := t.TempDir()
+	// A shell that starts a child and waits: both must go.
+	p, err := StartProcess("sleeper", "/bin/sh", []string{"-c", "sleep 60 & echo $! > child.pid; wait"}, dir, filepath.Join(dir, "log"), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	var child int
+	for i := 0; i < 100 && child == 0; i++ {
+		if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatal("child did not start")
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Error("Done not closed after Stop")
+	}
+	// The orphaned child got the signal too (it may linger as a zombie of
+	// init for a moment: allow it to be reaped).
+	for i := 0; i < 50; i++ {
+		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+	if !bytes.Contains(b, []byte(") Z ")) {
+		t.Errorf("child %d still running after Stop", child)
+	}
+}
+
+// A process that exits before it is ready is reported with its log.
+func TestWaitReadyExited(t *testing.T) {
+	dir := t.TempDir()
+	p, err := StartProcess("failing", "/bin/sh", []string{"-c", "echo bad config >&2; exit 3"}, dir, filepath.Join(dir, "failing.log"), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	addr, _ := FreeAddr()
+	err = p.WaitReady(context.Background(), "http://"+addr+"/-/ready")
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "bad config") {
+		t.Errorf("err = %v, want the exit and the log tail", err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Locate(ctx, "prometheus", "/nonexistent/prometheus"); err == nil {
+		t.Error("explicit missing path: no error")
+	}
+	if _, err := Locate(ctx, "no-such-tool-here", ""); err == nil || !strings.Contains(err.Error(), "no-such-tool-here") {
+		t.Errorf("unknown tool: err = %v", err)
+	}
+	if p, err := Locate(ctx, "sh", ""); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("sh on PATH: %q, %v", p, err)
+	}
+}
+
+// Replay paces nothing at a very high speed and ingests every point;
+// the exporter's request counter then holds the run's request count.
+func TestReplay(t *testing.T) {
+	srv, err := exporter.New(exporter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "testdata/baseline-a-120s.ndjson.gz"
+	n, err := Replay(context.Background(), srv, file, 1e6, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	points := countPoints(t, file)
+	if n != points {
+		t.Errorf("replayed %d points, file has %d", n, points)
+	}
+	if _, err := Replay(context.Background(), srv, file, 0, false); err == nil {
+		t.Error("speed 0: no error")
+	}
+	if _, err := Replay(context.Background(), srv, "testdata/missing.ndjson", 1, false); err == nil {
+		t.Error("missing file: no error")
+	}
+	// Cancelled mid-way at real speed: returns promptly without error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Replay(ctx, srv, file, 1, true); err != nil {
+		t.Errorf("cancelled replay: %v", err)
+	}
+}
+
+// countPoints counts the Point lines of a gzip NDJSON file.
+func countPoints(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(gz)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	n := 0
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(`"type":"Point"`)) {
+			n++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// The stack end to end: an exporter replaying a run, Prometheus loading
+// the committed rules, scraping it and recording throughput; Close stops
+// everything.
+func TestStackEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Prometheus")
+	}
+	ctx := context.Background()
+	bin, err := Locate(ctx, "prometheus", "")
+	if err != nil {
+		t.Skipf("no Prometheus: %v", err)
+	}
+	rules, err := os.ReadFile("../../rules/envelope.rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Evaluate every second rather than every 15 s: a shorter test.
+	rules = bytes.ReplaceAll(rules, []byte("interval: 15s"), []byte("interval: 1s"))
+	srv, err := exporter.New(exporter.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Alertmanager when this machine has one (optional in the stack).
+	amBin, _ := Locate(ctx, "alertmanager", "")
+	st, err := Start(ctx, Options{
+		Dir:                t.TempDir(),
+		Exporters:          []Target{{Server: srv}},
+		PrometheusBin:      bin,
+		AlertmanagerBin:    amBin,
+		Rules:              map[string][]byte{"envelope.rules.yaml": rules},
+		ScrapeInterval:     time.Second,
+		EvaluationInterval: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go Replay(rctx, srv, "testdata/baseline-a-120s.ndjson.gz", 8, true)
+
+	// Wait for a recorded throughput of the run's testid.
+	var got []Sample
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err = Query(ctx, st.PrometheusURL, `testid:k6_http_reqs:rate1m{testid="baseline-a"}`, time.Time{})
+		if err == nil && len(got) == 1 && got[0].Value > 0 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if len(got) != 1 || got[0].Value <= 0 {
+		t.Fatalf("no recorded throughput for baseline-a: %v %v", got, err)
+	}
+	up, err := Query(ctx, st.PrometheusURL, `up{job="`+ExporterJob+`"}`, time.Time{})
+	if err != nil || len(up) != 1 || up[0].Value != 1 {
+		t.Errorf("up of the exporter job: %v %v", up, err)
+	}
+	// Native histograms arrived over protobuf: the histogram count of the
+	// request duration is a native sample.
+	nh, err := Query(ctx, st.PrometheusURL, `histogram_count(sum(k6_http_req_duration_seconds))`, time.Time{})
+	if err != nil || len(nh) != 1 || nh[0].Value <= 0 {
+		t.Errorf("native histogram: %v %v", nh, err)
+	}
+	if amBin != "" {
+		// Prometheus discovered the stack's Alertmanager.
+		var active []string
+		for i := 0; i < 50 && len(active) == 0; i++ {
+			active = alertmanagers(t, st.PrometheusURL)
+			time.Sleep(200 * time.Millisecond)
+		}
+		if len(active) != 1 || !strings.HasPrefix(active[0], st.AlertmanagerURL) {
+			t.Errorf("Prometheus sends alerts to %v, want %s", active, st.AlertmanagerURL)
+		}
+	} else {
+		t.Log("no alertmanager on this machine: ran without it")
+	}
+	if _, err := Query(ctx, st.PrometheusURL, `sum(`, time.Time{}); err == nil {
+		t.Error("bad query: no error")
+	}
+	if err := st.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := Query(ctx, st.PrometheusURL, "up", time.Time{}); err == nil {
+		t.Error("Prometheus still answers after Close")
+	}
+}
+
+// alertmanagers lists the Alertmanager URLs Prometheus sends alerts to.
+func alertmanagers(t *testing.T, prom string) []string {
+	t.Helper()
+	resp, err := http.Get(prom + "/api/v1/alertmanagers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			Active []struct {
+				URL string `json:"url"`
+			} `json:"activeAlertmanagers"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range r.Data.Active {
+		out = append(out, a.URL)
+	}
+	return out
+}
+
+// The stack's Alertmanager config routes to a defined receiver, and
+// amtool accepts it when installed.
+func TestAlertmanagerConfig(t *testing.T) {
+	var c struct {
+		Route struct {
+			Receiver string `yaml:"receiver"`
+		} `yaml:"route"`
+		Receivers []struct {
+			Name string `yaml:"name"`
+		} `yaml:"receivers"`
+	}
+	if err := yaml.Unmarshal([]byte(AlertmanagerConfig), &c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Receivers) == 0 || c.Route.Receiver != c.Receivers[0].Name {
+		t.Errorf("route receiver %q, receivers %v", c.Route.Receiver, c.Receivers)
+	}
+	amtool, err := exec.LookPath("amtool")
+	if err != nil {
+		return
+	}
+	f := filepath.Join(t.TempDir(), "alertmanager.yml")
+	os.WriteFile(f, []byte(AlertmanagerConfig), 0o644)
+	if out, err := exec.Command(amtool, "check-config", f).CombinedOutput(); err != nil {
+		t.Errorf("amtool check-config: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,234 @@
+package stats
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// LogMoments are the moments of log-transformed run-level values: the
+// number of runs, the mean of ln(x) and the sample standard deviation
+// (n-1) of ln(x).
+type LogMoments struct {
+	N    int
+	Mean float64
+	SD   float64
+}
+
+// LogMomentsOf computes LogMoments from positive run-level values. It
+// fails on an empty slice or a value that is not strictly positive,
+// naming the value's position.
+func LogMomentsOf(xs []float64) (LogMoments, error) {
+	if len(xs) == 0 {
+		return LogMoments{}, errors.New("no values")
+	}
+	var sum float64
+	for i, x := range xs {
+		if !(x > 0) || math.IsInf(x, 0) {
+			return LogMoments{}, fmt.Errorf("value %d is %v: log-scale comparison needs positive finite values", i+1, x)
+		}
+		sum += math.Log(x)
+	}
+	m := LogMoments{N: len(xs), Mean: sum / float64(len(xs))}
+	if len(xs) > 1 {
+		var ss float64
+		for _, x := range xs {
+			d := math.Log(x) - m.Mean
+			ss += d * d
+		}
+		m.SD = math.Sqrt(ss / float64(len(xs)-1))
+	}
+	return m, nil
+}
+
+// RatioCI is the estimated ratio candidate/baseline of two groups of runs
+// with its confidence interval, from a test on log values.
+type RatioCI struct {
+	Ratio      float64 // exp(mean ln cand - mean ln base)
+	Low, High  float64 // confidence interval of the ratio
+	Confidence float64
+	LogDiff    float64 // mean ln cand - mean ln base
+	SE         float64 // standard error of LogDiff
+	DF         float64 // degrees of freedom of the t reference
+	// MDC is the minimum detectable relative change (ratio - 1) at the
+	// two-sided level 1-Confidence with 80% power, for this design.
+	MDC float64
+	// Method names how the interval was computed.
+	Method string
+}
+
+// Change is Ratio-1, the relative change.
+func (r RatioCI) Change() float64 { return r.Ratio - 1 }
+
+// PAbove is the one-sided p-value of H0: ratio <= 1+margin against
+// ratio > 1+margin (a rise beyond the margin).
+func (r RatioCI) PAbove(margin float64) float64 {
+	return r.pTail(math.Log1p(margin), +1)
+}
+
+// PBelow is the one-sided p-value of H0: ratio >= 1-margin against
+// ratio < 1-margin (a drop beyond the margin).
+func (r RatioCI) PBelow(margin float64) float64 {
+	return r.pTail(math.Log1p(-margin), -1)
+}
+
+func (r RatioCI) pTail(threshold float64, dir float64) float64 {
+	d := dir * (r.LogDiff - threshold)
+	if r.SE == 0 {
+		if d > 0 {
+			return 0
+		}
+		return 1
+	}
+	return 1 - welchStudentCDF(d/r.SE, r.DF)
+}
+
+// WelchLog compares candidate runs with baseline runs on the log scale:
+// Welch's unequal-variance t interval of the difference of mean logs,
+// exponentiated into a ratio interval. With a single candidate run the
+// candidate's variance cannot be estimated, so the baseline's run-to-run
+// spread is assumed for it (a prediction interval, df = n_base-1).
+func WelchLog(base, cand LogMoments, confidence float64) (RatioCI, error) {
+	if base.N < 2 {
+		return RatioCI{}, fmt.Errorf("baseline has %d run(s): a confidence interval needs at least 2", base.N)
+	}
+	if cand.N < 1 {
+		return RatioCI{}, errors.New("no candidate runs")
+	}
+	if !(confidence > 0 && confidence < 1) {
+		return RatioCI{}, fmt.Errorf("confidence %v is not in (0,1)", confidence)
+	}
+	vb := base.SD * base.SD / float64(base.N)
+	var se, df float64
+	method := "welch-log"
+	if cand.N < 2 {
+		se = base.SD * math.Sqrt(1/float64(base.N)+1/float64(cand.N))
+		df = float64(base.N - 1)
+		method = "welch-log (candidate spread taken from baseline)"
+	} else {
+		vc := cand.SD * cand.SD / float64(cand.N)
+		se = math.Sqrt(vb + vc)
+		if vb+vc > 0 {
+			df = (vb + vc) * (vb + vc) /
+				(vb*vb/float64(base.N-1) + vc*vc/float64(cand.N-1))
+		} else {
+			df = float64(base.N + cand.N - 2)
+		}
+	}
+	diff := cand.Mean - base.Mean
+	tq := welchStudentQuantile(1-(1-confidence)/2, df)
+	r := RatioCI{
+		Ratio:      math.Exp(diff),
+		Low:        math.Exp(diff - tq*se),
+		High:       math.Exp(diff + tq*se),
+		Confidence: confidence,
+		LogDiff:    diff,
+		SE:         se,
+		DF:         df,
+		Method:     method,
+	}
+	// Minimum detectable change: the shift whose test reaches the
+	// two-sided level with 80% power, (t_{1-a/2} + t_{0.8}) * SE.
+	r.MDC = math.Expm1((tq + welchStudentQuantile(0.8, df)) * se)
+	return r, nil
+}
+
+// welchStudentCDF is the CDF of Student's t with df degrees of freedom
+// (df may be fractional, as Welch's approximation gives).
+func welchStudentCDF(t, df float64) float64 {
+	if math.IsInf(t, 1) {
+		return 1
+	}
+	if math.IsInf(t, -1) {
+		return 0
+	}
+	x := df / (df + t*t)
+	tail := 0.5 * welchIncBeta(df/2, 0.5, x)
+	if t > 0 {
+		return 1 - tail
+	}
+	return tail
+}
+
+// welchStudentQuantile inverts welchStudentCDF by bisection on a
+// bracketing interval; 200 halvings reach float64 resolution.
+func welchStudentQuantile(p, df float64) float64 {
+	if p == 0.5 {
+		return 0
+	}
+	lo, hi := -1.0, 1.0
+	for welchStudentCDF(lo, df) > p {
+		lo *= 2
+	}
+	for welchStudentCDF(hi, df) < p {
+		hi *= 2
+	}
+	for i := 0; i < 200 && hi-lo > 1e-12*math.Max(1, math.Abs(lo)); i++ {
+		mid := (lo + hi) / 2
+		if welchStudentCDF(mid, df) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// welchIncBeta is the regularized incomplete beta function I_x(a,b),
+// by the continued fraction of Numerical Recipes (modified Lentz).
+func welchIncBeta(a, b, x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if x >= 1 {
+		return 1
+	}
+	la, _ := math.Lgamma(a + b)
+	lb, _ := math.Lgamma(a)
+	lc, _ := math.Lgamma(b)
+	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
+	if x < (a+1)/(a+b+2) {
+		return front * welchBetaCF(a, b, x) / a
+	}
+	return 1 - front*welchBetaCF(b, a, 1-x)/b
+}
+
+func welchBetaCF(a, b, x float64) float64 {
+	const tiny = 1e-300
+	c, d := 1.0, 1-(a+b)*x/(a+1)
+	if math.Abs(d) < tiny {
+		d = tiny
+	}
+	d = 1 / d
+	h := d
+	for m := 1; m <= 300; m++ {
+		fm := float64(m)
+		aa := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
+		d = 1 + aa*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		c = 1 + aa/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		h *= d * c
+		aa = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
+		d = 1 + aa*d
+		if math.Abs(d) < tiny {
+			d = tiny
+		}
+		c = 1 + aa/c
+		if math.Abs(c) < tiny {
+			c = tiny
+		}
+		d = 1 / d
+		del := d * c
+		h *= del
+		if math.Abs(del-1) < 1e-15 {
+			break
+		}
+	}
+	return h
+}
