@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 // Tests run in deploy/; the module root is one up.
@@ -633,9 +635,7 @@ func TestPromtoolCheckConfig(t *testing.T) {
 		t.Fatalf("Prometheus configs found: %v; want deploy/prometheus/prometheus.yml among them", configs)
 	}
 	// One promtool run for all: each `go tool` start costs seconds.
-	cmd := exec.Command("go", append([]string{"tool", "promtool", "check", "config", "--lint=all", "--lint-fatal"}, configs...)...)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
+	out, err := promtest.Promtool(t, append([]string{"check", "config", "--lint=all", "--lint-fatal"}, configs...)...)
 	if err != nil {
 		t.Errorf("promtool check config %v: %v\n%s", configs, err, out)
 	}

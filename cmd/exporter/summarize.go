@@ -61,6 +61,7 @@ func init() {
 			if r.Skipped > 0 {
 				logger().Warn("skipped bad lines", "file", f, "count", r.Skipped)
 			}
+			warnIgnoredWindow(r, f, opts)
 			runs = append(runs, r)
 		}
 		if *format == "json" {
@@ -74,4 +75,24 @@ func init() {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// warnIgnoredWindow says when a window or grouping asked for had no effect,
+// so an empty table or ungrouped numbers are not taken for a result: summary
+// files hold no samples to window or group, and a window past the end of a
+// point stream keeps nothing.
+func warnIgnoredWindow(r *k6.Run, file string, opts k6.LoadOptions) {
+	windowed := opts.SkipWarmup > 0 || opts.From > 0 || opts.To > 0
+	if r.Mode == k6.ModeSummary {
+		if windowed {
+			logger().Warn("--skip-warmup, --from and --to need a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
+		}
+		if opts.GroupBy != "" {
+			logger().Warn("--group-by needs a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
+		}
+		return
+	}
+	if windowed && len(r.Metrics) == 0 {
+		logger().Warn("the window keeps no samples: it starts after the run's last sample", "file", file)
+	}
 }

@@ -456,7 +456,7 @@ func (c *comparer) errorFigure() {
 
 // wilson is the Wilson score interval of k successes in n at confidence.
 func wilson(k, n, confidence float64) (float64, float64) {
-	z := normQuantile(1 - (1-confidence)/2)
+	z := stats.NormalQuantile(1 - (1-confidence)/2)
 	p := k / n
 	den := 1 + z*z/n
 	centre := (p + z*z/(2*n)) / den
@@ -495,31 +495,6 @@ func binomUpperTail(k, n int64, p float64) float64 {
 		}
 	}
 	return math.Min(1, sum)
-}
-
-// normQuantile is the standard normal quantile (Acklam's rational
-// approximation refined by one Newton step; |error| < 1e-12).
-func normQuantile(p float64) float64 {
-	a := []float64{-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00}
-	b := []float64{-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01}
-	cc := []float64{-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00}
-	d := []float64{7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00}
-	var x float64
-	switch {
-	case p < 0.02425:
-		q := math.Sqrt(-2 * math.Log(p))
-		x = (((((cc[0]*q+cc[1])*q+cc[2])*q+cc[3])*q+cc[4])*q + cc[5]) / ((((d[0]*q+d[1])*q+d[2])*q+d[3])*q + 1)
-	case p > 1-0.02425:
-		q := math.Sqrt(-2 * math.Log1p(-p))
-		x = -(((((cc[0]*q+cc[1])*q+cc[2])*q+cc[3])*q+cc[4])*q + cc[5]) / ((((d[0]*q+d[1])*q+d[2])*q+d[3])*q + 1)
-	default:
-		q := p - 0.5
-		r := q * q
-		x = (((((a[0]*r+a[1])*r+a[2])*r+a[3])*r+a[4])*r + a[5]) * q / (((((b[0]*r+b[1])*r+b[2])*r+b[3])*r+b[4])*r + 1)
-	}
-	e := 0.5*math.Erfc(-x/math.Sqrt2) - p
-	u := e * math.Sqrt(2*math.Pi) * math.Exp(x*x/2)
-	return x - u/(1+x*u/2)
 }
 
 func geoMean(xs []float64) float64 {

@@ -3,15 +3,12 @@ package dashboards
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -20,6 +17,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/promproc"
+	"github.com/envelope-dev/envelope/internal/promtest"
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
@@ -80,12 +79,7 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real Prometheus")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := e2eEnvelope()
-	dir := t.TempDir()
 
 	// The rules engineer's generator, as `exporter rules` writes them;
 	// groups evaluated every second instead of 15s to keep the test short.
@@ -100,9 +94,6 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "rules.yaml"), rb, 0o644); err != nil {
-		t.Fatal(err)
-	}
 
 	srv, err := exporter.New(exporter.Config{Envelope: env})
 	if err != nil {
@@ -112,7 +103,8 @@ func TestEndToEnd(t *testing.T) {
 	defer ts.Close()
 	target := strings.TrimPrefix(ts.URL, "http://")
 
-	cfg := fmt.Sprintf(`global:
+	pr := promtest.Start(t, promtest.Options{
+		Config: fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
   scrape_native_histograms: true
@@ -122,53 +114,11 @@ scrape_configs:
   - job_name: envelope-exporter
     static_configs:
       - targets: [%q]
-`, target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	promAddr := freeAddr(t)
-	// `go tool -n` builds (first time, slowly) and prints the binary, which
-	// runs directly so that stopping it stops Prometheus itself, not a
-	// `go` wrapper that would leave it running.
-	nb, err := exec.Command("go", "tool", "-n", "prometheus").Output()
-	if err != nil {
-		t.Fatalf("go tool -n prometheus: %v", err)
-	}
-	cmd := exec.Command(strings.TrimSpace(string(nb)),
-		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+promAddr,
-		"--log.level=warn")
-	cmd.Dir = root
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", logs.String())
-		}
-	}()
-	prom := "http://" + promAddr
-	waitFor(t, 3*time.Minute, "prometheus ready (first build of go tool prometheus is slow)", func() bool {
-		r, err := http.Get(prom + "/-/ready")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == http.StatusOK
+`, target),
+		Files: map[string][]byte{"rules.yaml": rb},
+		Ready: 3 * time.Minute,
 	})
+	prom := pr.URL
 
 	// Exercise the inputs whose self-metrics the health dashboard shows:
 	// a rejected OTLP push (wrong content type) and, in the replay below,
@@ -283,44 +233,8 @@ func replayInChunks(t *testing.T, srv *exporter.Server, path string, n int) {
 
 // promQuery runs an instant query and returns the number of results.
 func promQuery(base, expr string) (int, error) {
-	r, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(expr))
-	if err != nil {
-		return 0, err
-	}
-	defer r.Body.Close()
-	var resp struct {
-		Status string `json:"status"`
-		Error  string `json:"error"`
-		Data   struct {
-			ResultType string          `json:"resultType"`
-			Result     json.RawMessage `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&resp); err != nil {
-		return 0, err
-	}
-	if resp.Status != "success" {
-		return 0, fmt.Errorf("query failed: %s", resp.Error)
-	}
-	switch resp.Data.ResultType {
-	case "scalar", "string":
-		return 1, nil
-	}
-	var rs []json.RawMessage
-	if err := json.Unmarshal(resp.Data.Result, &rs); err != nil {
-		return 0, err
-	}
-	return len(rs), nil
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	samples, err := promproc.Query(context.Background(), base, expr, time.Time{})
+	return len(samples), err
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {

@@ -3,7 +3,6 @@ package ecs
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/envelope-dev/envelope/internal/cloudwatch"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 // deployDir holds the ECS deployment files these tests keep honest.
@@ -148,16 +148,10 @@ func TestPrometheusConfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs promtool")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := os.Stat(filepath.Join(deployDir, "prometheus.yml")); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "tool", "promtool", "check", "config", "--syntax-only", filepath.Join("deploy", "ecs", "prometheus.yml"))
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := promtest.Promtool(t, "check", "config", "--syntax-only", filepath.Join("deploy", "ecs", "prometheus.yml")); err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 }

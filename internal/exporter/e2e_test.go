@@ -3,18 +3,13 @@ package exporter
 import (
 	"bufio"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +18,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 // exactFigures reads a k6 NDJSON file independently of the exporter: the
@@ -91,48 +87,17 @@ func freePort(t *testing.T) int {
 }
 
 // promQuery runs an instant query and returns the single value of the
-// result vector (or scalar).
-func promQuery(t *testing.T, base, q string) (float64, bool) {
+// result vector (or scalar); ok is false unless there is exactly one.
+func promQuery(t *testing.T, prom *promtest.Prometheus, q string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
+	samples, err := prom.Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Status string
-		Error  string
-		Data   struct {
-			ResultType string
-			Result     json.RawMessage
-		}
+	if len(samples) != 1 {
+		return 0, false
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	if body.Status != "success" {
-		t.Fatalf("query %s: %s", q, body.Error)
-	}
-	var raw []any
-	if body.Data.ResultType == "scalar" {
-		if err := json.Unmarshal(body.Data.Result, &raw); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		var vec []struct{ Value []any }
-		if err := json.Unmarshal(body.Data.Result, &vec); err != nil {
-			t.Fatal(err)
-		}
-		if len(vec) != 1 {
-			return 0, false
-		}
-		raw = vec[0].Value
-	}
-	v, err := strconv.ParseFloat(raw[1].(string), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v, true
+	return samples[0].Value, true
 }
 
 // TestPrometheusEndToEnd replays a real k6 run into the exporter, lets a
@@ -161,9 +126,11 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	exp := httptest.NewServer(srv.Handler())
 	defer exp.Close()
 
-	dir := t.TempDir()
-	port := freePort(t)
-	cfg := fmt.Sprintf(`global:
+	// Native histograms over protobuf with classic buckets kept, created
+	// timestamps ingested as zero samples.
+	deadline := time.Now().Add(60 * time.Second)
+	prom := promtest.Start(t, promtest.Options{
+		Config: fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
 scrape_configs:
@@ -172,64 +139,27 @@ scrape_configs:
     always_scrape_classic_histograms: true
     static_configs:
       - targets: [%q]
-`, strings.TrimPrefix(exp.URL, "http://"))
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "tool", "prometheus",
-		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
-		"--enable-feature=created-timestamp-zero-ingestion",
-		"--log.level=warn")
-	cmd.Dir = "../.." // module root, where go.mod's tool directive lives
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-		}
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	}()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
+`, strings.TrimPrefix(exp.URL, "http://")),
+		Flags: []string{"--enable-feature=created-timestamp-zero-ingestion"},
+		Ready: 60 * time.Second,
+	})
 	// Wait for three scrapes of the target.
-	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if time.Now().After(deadline) {
 			t.Fatalf("Prometheus did not scrape the exporter in time")
 		}
 		time.Sleep(500 * time.Millisecond)
-		resp, err := http.Get(base + "/-/ready")
-		if err != nil {
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			continue
-		}
-		if n, ok := promQuery(t, base, `count_over_time(up{job="envelope"}[1m])`); ok && n >= 3 {
+		if n, ok := promQuery(t, prom, `count_over_time(up{job="envelope"}[1m])`); ok && n >= 3 {
 			break
 		}
 	}
-	if up, _ := promQuery(t, base, `up{job="envelope"}`); up != 1 {
+	if up, _ := promQuery(t, prom, `up{job="envelope"}`); up != 1 {
 		t.Fatalf("up = %v", up)
 	}
 
 	check := func(name, q string, want, relTol float64) {
 		t.Helper()
-		got, ok := promQuery(t, base, q)
+		got, ok := promQuery(t, prom, q)
 		if !ok {
 			t.Errorf("%s: %s returned no single value", name, q)
 			return
@@ -258,7 +188,7 @@ scrape_configs:
 	}
 	check("band bucket (le = p95 max)", fmt.Sprintf(`sum(k6_http_req_duration_seconds_bucket{le="%s"})`, strconv.FormatFloat(edge, 'g', -1, 64)), atOrBelow, 0)
 	// Classic quantiles land between the bucket bounds around the exact value.
-	got, ok := promQuery(t, base, `histogram_quantile(0.95, sum by (le) (rate(k6_http_req_duration_seconds_bucket[5m])))`)
+	got, ok := promQuery(t, prom, `histogram_quantile(0.95, sum by (le) (rate(k6_http_req_duration_seconds_bucket[5m])))`)
 	bounds := ClassicBuckets(env, "http_req_duration", k6.Time)
 	i, _ := slices.BinarySearch(bounds, p95/1000)
 	lo, hi := 0.0, math.Inf(1)

@@ -480,11 +480,28 @@ func (li *lineIngester) flush() {
 
 // ReplayFile ingests a finished k6 result file: NDJSON (plain or .gz,
 // streamed line by line in constant memory) or CSV (loaded whole by
-// internal/k6). Bad lines are counted and skipped. It returns the number
-// of samples ingested.
+// internal/k6), told apart by content. Bad lines are counted and skipped.
+// It returns the number of samples ingested; a file that yields none (a
+// summary JSON, an empty file, something that is not k6 output) is an
+// error, so a wrong path is not mistaken for a replayed run.
 func (s *Server) ReplayFile(path string) (int, error) {
-	if strings.HasSuffix(path, ".csv") || strings.HasSuffix(path, ".csv.gz") {
-		run, err := k6.Load(path, k6.LoadOptions{KeepPoints: true, Lenient: true})
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		gz, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("%s: broken gzip stream: %w", path, err)
+		}
+		defer gz.Close()
+		br = bufio.NewReaderSize(gz, 1<<16)
+	}
+	var n int
+	if head, _ := br.Peek(len("metric_name,")); string(head) == "metric_name," {
+		run, err := k6.LoadReader(path, br, k6.LoadOptions{KeepPoints: true, Lenient: true})
 		if err != nil {
 			return 0, err
 		}
@@ -493,24 +510,14 @@ func (s *Server) ReplayFile(path string) (int, error) {
 			buf = s.ingestPoint(SourceResults, &run.Points[i], buf)
 		}
 		s.points.WithLabelValues(SourceResults).Add(float64(len(run.Points)))
-		return len(run.Points), nil
+		n = len(run.Points)
+	} else if n, err = s.ingestLines(path, SourceResults, false, br); err != nil {
+		return n, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
+	if n == 0 {
+		return 0, fmt.Errorf("%s: no k6 samples: want k6 --out json (NDJSON, plain or .gz) or --out csv output; summary files hold no samples to replay", path)
 	}
-	defer f.Close()
-	var r io.Reader = f
-	br := bufio.NewReaderSize(r, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		br = bufio.NewReaderSize(gz, 1<<16)
-	}
-	return s.ingestLines(path, SourceResults, false, br)
+	return n, nil
 }
 
 // ReplayReader ingests NDJSON from r, as ReplayFile does.

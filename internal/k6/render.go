@@ -215,7 +215,9 @@ func WriteText(w io.Writer, runs []*Run, stats []string) error {
 		if i > 0 {
 			fmt.Fprintln(tw)
 		}
-		fmt.Fprintf(tw, "%s\t%s, %s mode, duration %.3fs", r.Source, r.Format, r.Mode, r.Duration.Seconds())
+		// No tab here: the title is not a column, and a tab would widen the
+		// METRIC column to the length of the file name.
+		fmt.Fprintf(tw, "%s  %s, %s mode, duration %.3fs", r.Source, r.Format, r.Mode, r.Duration.Seconds())
 		if r.Skipped > 0 {
 			fmt.Fprintf(tw, ", %d bad lines skipped", r.Skipped)
 		}

@@ -320,11 +320,22 @@ func (s *scanner) num(field string) (float64, error) {
 	return v, nil
 }
 
+// quoteSpan quotes the offending JSON token at the start of b (a string
+// with its quotes, or a bare word up to the next delimiter), so an error
+// shows "NaN" or "\"12\"" rather than the bytes that follow it.
 func quoteSpan(b []byte) string {
-	if len(b) > 12 {
-		b = b[:12]
+	end := len(b)
+	if len(b) > 0 && b[0] == '"' {
+		if q := bytes.IndexByte(b[1:], '"'); q >= 0 {
+			end = q + 2
+		}
+	} else if d := bytes.IndexAny(b, ",}] \t\r\n"); d >= 0 {
+		end = d
 	}
-	return strconv.Quote(string(b))
+	if end > 40 {
+		end = 40
+	}
+	return strconv.Quote(string(b[:end]))
 }
 
 // pow10 holds exact powers of ten for fastFloat.

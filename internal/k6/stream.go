@@ -206,9 +206,9 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 			}
 			size = min(2*size, chunkSize)
 			buf := append(b[:0], carry...)
-			n, err := io.ReadFull(br, b[len(buf):target])
+			n, err := fill(br, b[len(buf):target])
 			buf = b[:len(buf)+n]
-			eof := err == io.EOF || err == io.ErrUnexpectedEOF
+			eof := err == io.EOF
 			if err != nil && !eof {
 				readErr = readError(name, err)
 				return
@@ -684,4 +684,20 @@ func foldToSketch(all []*chunkResult, into [][]*stats.Sketch) [][]*stats.Sketch 
 		}
 	}
 	return into
+}
+
+// fill reads until b is full or the reader stops. Unlike io.ReadFull it
+// returns io.EOF only for a clean end of input, so a stream error that is
+// itself io.ErrUnexpectedEOF (a truncated gzip member) is reported as a
+// read error instead of being taken for the end of the file.
+func fill(r io.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

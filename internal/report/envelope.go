@@ -201,13 +201,23 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 	p("- HTTP percentiles (p95, p99): report the band across runs (min and max of the %s k6-reported values). The mean of run-level p95s is never treated as a pooled p95.\n", envCount(n))
 	p("- Medians and averages: report min/max across runs and the mean of the per-run values.\n")
 	p("- Errors: `http_req_failed` failures of all requests, summed over runs.\n")
-	p("- Beyond the single-run figures: a %s confidence interval for mean throughput (Student t, %d degrees of freedom) and the minimum detectable change of the mean (5%% level, 80%% power) given %s and the CV.\n\n",
-		envPct(env.Tolerance.Confidence, 0), max(0, n-1), runs)
+	if n < 2 {
+		// Student t needs n−1 ≥ 1 degrees of freedom: say so rather than
+		// quote an interval with 0 of them.
+		p("- Beyond the single-run figures: a confidence interval for mean throughput and the minimum detectable change of the mean need at least two runs, so this single-run envelope has neither; repeat the test at least 3 times.\n\n")
+	} else {
+		p("- Beyond the single-run figures: a %s confidence interval for mean throughput (Student t, %d degrees of freedom) and the minimum detectable change of the mean (5%% level, 80%% power) given %s and the CV.\n\n",
+			envPct(env.Tolerance.Confidence, 0), n-1, runs)
+	}
 
 	t := env.Throughput
 	p("## Throughput (http_reqs rate)\n\n")
 	p("| Mean | Min | Max | Std dev | CV | %s CI of the mean | Min. detectable change |\n| ---: | ---: | ---: | ---: | ---: | :-- | ---: |\n", envPct(env.Tolerance.Confidence, 0))
-	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s–%s req/s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), envFig(t.CILow), envFig(t.CIHigh), envMDC(t))
+	ci := "n/a (fewer than 2 runs)"
+	if t.N >= 2 {
+		ci = envFig(t.CILow) + "–" + envFig(t.CIHigh) + " req/s"
+	}
+	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, envMDC(t))
 	p("req/s (RPS) is k6's `http_reqs` per second: the aggregate HTTP request rate across all endpoints the workload invokes. It is not VU arrivals per second and not scenario iterations per second (reported separately below).\n\n")
 	switch {
 	case t.N < 2:
@@ -230,7 +240,7 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		rpi := env.RequestsPerIteration
 		p("## Iteration rate (scenario completions)\n\n")
 		p("k6 reports completed scenario iterations separately from HTTP RPS.\n\n")
-		p("- Mean %s iter/s (%s–%s iter/s band), std dev %s, CV %s.\n", envFig(it.Mean), envFig(it.Min), envFig(it.Max), envFig(it.StdDev), envPct(it.CV, 2))
+		p("- Mean %s iter/s (%s iter/s band), std dev %s, CV %s.\n", envFig(it.Mean), envRange(it.Min, it.Max, -1), envFig(it.StdDev), envPct(it.CV, 2))
 		p("- HTTP requests per iteration (total http_reqs ÷ iterations for that run): about %s (mean %s).\n\n", envRange(rpi.Min, rpi.Max, 2), envFixed(rpi.Mean, 2))
 		p("That ratio is useful when comparing business throughput (iterations) to raw HTTP throughput (RPS) under different VU counts or scenario mixes.\n\n")
 		envPic(&b, pics, ChartIterations)
@@ -259,8 +269,13 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		p("\n")
 		p("Note on “mean of per-run medians”: it summarizes central tendency across runs when variance is small; it is not a pooled median over all requests. Use it as a compact headline figure, not as a substitute for a single-run or merged histogram.\n\n")
 		if outliers := envOutliers(env); outliers > 0 {
-			p("Note on per-run maxima: %s maxima (~%s) sit above the aggregate p99 band (%s ms) in %d of %d runs and are therefore outliers in the sense of the reported percentile ladder; summary figures alone cannot say what caused them.\n\n",
-				envRareWord(outliers, n), envSecondsRange(l.Max), envRange(l.P99.Min, l.P99.Max, -1), outliers, n)
+			if outliers == 1 {
+				p("Note on per-run maxima: a single maximum (~%s) sits above the aggregate p99 band (%s ms) in %d of %d runs and is therefore an outlier in the sense of the reported percentile ladder; summary figures alone cannot say what caused it.\n\n",
+					envSecondsRange(l.Max), envRange(l.P99.Min, l.P99.Max, -1), outliers, n)
+			} else {
+				p("Note on per-run maxima: %s maxima (~%s) sit above the aggregate p99 band (%s ms) in %d of %d runs and are therefore outliers in the sense of the reported percentile ladder; summary figures alone cannot say what caused them.\n\n",
+					envRareWord(outliers, n), envSecondsRange(l.Max), envRange(l.P99.Min, l.P99.Max, -1), outliers, n)
+			}
 		}
 	}
 
@@ -338,7 +353,11 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 			p(", observed aggregate p99 in the %s ms range", envRange(l.P99.Min, l.P99.Max, -1))
 		}
 		if envOutliers(env) > 0 {
-			p(", and %s ~%s maxima that sit above p99 and are treated as outliers (see latency notes above)", envRareWord(envOutliers(env), n), envSecondsRange(l.Max))
+			if envOutliers(env) == 1 {
+				p(", and a single ~%s maximum that sits above p99 and is treated as an outlier (see latency notes above)", envSecondsRange(l.Max))
+			} else {
+				p(", and %s ~%s maxima that sit above p99 and are treated as outliers (see latency notes above)", envRareWord(envOutliers(env), n), envSecondsRange(l.Max))
+			}
 		}
 		p(".")
 	}
@@ -391,12 +410,18 @@ func envFig(v float64) string {
 
 func envFixed(v float64, d int) string { return strconv.FormatFloat(v, 'f', d, 64) }
 
-// envRange is "lo–hi" with the document's en dash; d < 0 uses envFig.
+// envRange is "lo–hi" with the document's en dash (d < 0 uses envFig), or
+// one figure when both ends print the same (a band from a single run),
+// never "931.4–931.4".
 func envRange(lo, hi float64, d int) string {
+	a, b := envFixed(lo, d), envFixed(hi, d)
 	if d < 0 {
-		return envFig(lo) + "–" + envFig(hi)
+		a, b = envFig(lo), envFig(hi)
 	}
-	return envFixed(lo, d) + "–" + envFixed(hi, d)
+	if a == b {
+		return a
+	}
+	return a + "–" + b
 }
 
 // envPct formats a ratio as a percentage with d decimals.
@@ -437,7 +462,7 @@ func envSecondsRange(band envelope.Band) string {
 	if band.Max < 1000 {
 		return envRange(band.Min, band.Max, -1) + " ms"
 	}
-	return envFixed(band.Min/1000, 1) + "–" + envFixed(band.Max/1000, 1) + " s"
+	return envRange(band.Min/1000, band.Max/1000, 1) + " s"
 }
 
 func envOutliers(env *envelope.Envelope) int {

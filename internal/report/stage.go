@@ -405,7 +405,9 @@ func (r *StageReport) findings() {
 			r.Findings = append(r.Findings, fmt.Sprintf("%s is a tie at **%s**%s across: **%s**.", tieWhat, v, suffix, strings.Join(names, ", ")))
 		}
 	}
-	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, true }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
+	// An endpoint whose every request failed answers fast because it fails
+	// (a 404 in microseconds): it is no candidate for the fastest p95.
+	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, e.Requests > e.Failed }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
 	say("Fastest p95 endpoint", "Fastest p95", "", v, n)
 	if r.Baseline != "" {
 		v, n = best(func(e *EndpointStats) (float64, bool) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // Calibration holds every threshold the alerts use and how it was
@@ -141,7 +142,7 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		Window:     time.Duration(w),
 		WindowStr:  w.String(),
 		FalseAlarm: fa,
-		Z:          normalQuantile(1 - fa),
+		Z:          stats.NormalQuantile(1 - fa),
 		VUs:        env.Provenance.Workload.VUs,
 	}
 	ws := c.Window.Seconds()
@@ -224,7 +225,18 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		c.Endpoints = append(c.Endpoints, b)
 	}
 
-	c.Errors = ErrorBound{Zero: tol.ErrorRatio == 0, Ratio: tol.ErrorRatio}
+	// The error alert needs the envelope's own error count: a missing
+	// errors section must not read as "zero errors". The allowed ratio is
+	// the larger of the policy and what the baseline itself recorded, so an
+	// envelope that holds errors never alerts on its own error rate.
+	if env.Errors.Total <= 0 {
+		return nil, missing("errors.total", "the request count the error rate is judged against")
+	}
+	if env.Errors.Failed < 0 || env.Errors.Failed > env.Errors.Total {
+		return nil, fmt.Errorf("envelope: errors.failed: %d is outside [0, errors.total=%d]", env.Errors.Failed, env.Errors.Total)
+	}
+	ratio := math.Max(tol.ErrorRatio, round4(float64(env.Errors.Failed)/float64(env.Errors.Total)))
+	c.Errors = ErrorBound{Zero: ratio == 0, Ratio: ratio}
 	return c, nil
 }
 
@@ -297,17 +309,12 @@ func isExposedLabel(l string) bool {
 	return false
 }
 
-// normalQuantile is Φ⁻¹(p).
-func normalQuantile(p float64) float64 {
-	return math.Sqrt2 * math.Erfinv(2*p-1)
-}
-
 // chiSquareQuantile is the Wilson–Hilferty approximation of the p
 // quantile of χ² with k degrees of freedom (within 1% for k ≥ 3).
 func chiSquareQuantile(p float64, k int) float64 {
 	kf := float64(k)
 	h := 2 / (9 * kf)
-	v := 1 - h + normalQuantile(p)*math.Sqrt(h)
+	v := 1 - h + stats.NormalQuantile(p)*math.Sqrt(h)
 	return kf * v * v * v
 }
 

@@ -66,7 +66,7 @@ func BootstrapLog(base, cand []float64, confidence float64, resamples int, seed 
 		DF:         df,
 		Method:     fmt.Sprintf("bootstrap over runs (%d resamples)", resamples),
 	}
-	r.MDC = math.Expm1((welchStudentQuantile(1-alpha/2, df) + welchStudentQuantile(0.8, df)) * se)
+	r.MDC = math.Expm1((TQuantile(1-alpha/2, df) + TQuantile(0.8, df)) * se)
 	return r, nil
 }
 

@@ -80,7 +80,7 @@ func (r RatioCI) pTail(threshold float64, dir float64) float64 {
 		}
 		return 1
 	}
-	return 1 - welchStudentCDF(d/r.SE, r.DF)
+	return 1 - TCDF(d/r.SE, r.DF)
 }
 
 // WelchLog compares candidate runs with baseline runs on the log scale:
@@ -116,7 +116,7 @@ func WelchLog(base, cand LogMoments, confidence float64) (RatioCI, error) {
 		}
 	}
 	diff := cand.Mean - base.Mean
-	tq := welchStudentQuantile(1-(1-confidence)/2, df)
+	tq := TQuantile(1-(1-confidence)/2, df)
 	r := RatioCI{
 		Ratio:      math.Exp(diff),
 		Low:        math.Exp(diff - tq*se),
@@ -129,106 +129,6 @@ func WelchLog(base, cand LogMoments, confidence float64) (RatioCI, error) {
 	}
 	// Minimum detectable change: the shift whose test reaches the
 	// two-sided level with 80% power, (t_{1-a/2} + t_{0.8}) * SE.
-	r.MDC = math.Expm1((tq + welchStudentQuantile(0.8, df)) * se)
+	r.MDC = math.Expm1((tq + TQuantile(0.8, df)) * se)
 	return r, nil
-}
-
-// welchStudentCDF is the CDF of Student's t with df degrees of freedom
-// (df may be fractional, as Welch's approximation gives).
-func welchStudentCDF(t, df float64) float64 {
-	if math.IsInf(t, 1) {
-		return 1
-	}
-	if math.IsInf(t, -1) {
-		return 0
-	}
-	x := df / (df + t*t)
-	tail := 0.5 * welchIncBeta(df/2, 0.5, x)
-	if t > 0 {
-		return 1 - tail
-	}
-	return tail
-}
-
-// welchStudentQuantile inverts welchStudentCDF by bisection on a
-// bracketing interval; 200 halvings reach float64 resolution.
-func welchStudentQuantile(p, df float64) float64 {
-	if p == 0.5 {
-		return 0
-	}
-	lo, hi := -1.0, 1.0
-	for welchStudentCDF(lo, df) > p {
-		lo *= 2
-	}
-	for welchStudentCDF(hi, df) < p {
-		hi *= 2
-	}
-	for i := 0; i < 200 && hi-lo > 1e-12*math.Max(1, math.Abs(lo)); i++ {
-		mid := (lo + hi) / 2
-		if welchStudentCDF(mid, df) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// welchIncBeta is the regularized incomplete beta function I_x(a,b),
-// by the continued fraction of Numerical Recipes (modified Lentz).
-func welchIncBeta(a, b, x float64) float64 {
-	if x <= 0 {
-		return 0
-	}
-	if x >= 1 {
-		return 1
-	}
-	la, _ := math.Lgamma(a + b)
-	lb, _ := math.Lgamma(a)
-	lc, _ := math.Lgamma(b)
-	front := math.Exp(la - lb - lc + a*math.Log(x) + b*math.Log1p(-x))
-	if x < (a+1)/(a+b+2) {
-		return front * welchBetaCF(a, b, x) / a
-	}
-	return 1 - front*welchBetaCF(b, a, 1-x)/b
-}
-
-func welchBetaCF(a, b, x float64) float64 {
-	const tiny = 1e-300
-	c, d := 1.0, 1-(a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	h := d
-	for m := 1; m <= 300; m++ {
-		fm := float64(m)
-		aa := fm * (b - fm) * x / ((a + 2*fm - 1) * (a + 2*fm))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		h *= d * c
-		aa = -(a + fm) * (a + b + fm) * x / ((a + 2*fm) * (a + 2*fm + 1))
-		d = 1 + aa*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + aa/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		del := d * c
-		h *= del
-		if math.Abs(del-1) < 1e-15 {
-			break
-		}
-	}
-	return h
 }

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A window or grouping that cannot apply is said on stderr, not silently
+// dropped: summary files have no samples, and a window can miss the run.
+func TestSummarizeWarnsIgnoredWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		warn string // "" = no warning expected
+	}{
+		{"summary with skip-warmup", []string{"--skip-warmup", "3m", "testdata/runA-summary-export.json"}, "ignored for a summary file"},
+		{"summary with group-by", []string{"--group-by", "name", "testdata/runA-summary-export.json"}, "--group-by needs a point stream"},
+		{"window past the end", []string{"--skip-warmup", "10h", "testdata/runB-out.ndjson.gz"}, "the window keeps no samples"},
+		{"window inside the run", []string{"--skip-warmup", "2s", "testdata/runB-out.ndjson.gz"}, ""},
+		{"plain summary", []string{"testdata/runA-summary-export.json"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, se := captureRun(t, append([]string{"summarize"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, se)
+			}
+			if tc.warn == "" {
+				if strings.Contains(se, "level=WARN") {
+					t.Fatalf("unexpected warning: %s", se)
+				}
+				return
+			}
+			if !strings.Contains(se, tc.warn) {
+				t.Fatalf("stderr lacks %q: %s", tc.warn, se)
+			}
+		})
+	}
+}

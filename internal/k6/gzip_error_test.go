@@ -1,0 +1,51 @@
+package k6
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A gzip stream cut short must be reported as a broken gzip stream, not as
+// a parse error of whatever partial line the cut left behind.
+func TestTruncatedGzipIsReadError(t *testing.T) {
+	plain, err := os.ReadFile("testdata/runA-out.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	if _, err := w.Write(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full := gz.Bytes()
+	for _, tc := range []struct {
+		name string
+		cut  int
+	}{
+		{"mid-stream", len(full) / 2},
+		{"no trailer", len(full) - 4},
+		{"just past header", 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, workers := range []int{1, 2} {
+				_, err := LoadReader("run.ndjson.gz", bytes.NewReader(full[:tc.cut]), LoadOptions{Workers: workers})
+				if err == nil {
+					t.Fatalf("workers=%d: truncated gzip loaded without error", workers)
+				}
+				if !strings.Contains(err.Error(), "run.ndjson.gz") || !strings.Contains(err.Error(), "broken gzip stream") {
+					t.Fatalf("workers=%d: error %q does not name the file and the broken gzip stream", workers, err)
+				}
+			}
+		})
+	}
+	// The intact stream still loads.
+	if _, err := LoadReader("run.ndjson.gz", bytes.NewReader(full), LoadOptions{}); err != nil {
+		t.Fatalf("intact gzip: %v", err)
+	}
+}

@@ -1,0 +1,81 @@
+package promproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Stop ends the whole process group, children included.
+func TestProcessStop(t *testing.T) {
+	dir := t.TempDir()
+	// A shell that starts a child and waits: both must go.
+	p, err := StartProcess("sleeper", "/bin/sh", []string{"-c", "sleep 60 & echo $! > child.pid; wait"}, dir, filepath.Join(dir, "log"), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	var child int
+	for i := 0; i < 100 && child == 0; i++ {
+		if b, err := os.ReadFile(filepath.Join(dir, "child.pid")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if child == 0 {
+		t.Fatal("child did not start")
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	default:
+		t.Error("Done not closed after Stop")
+	}
+	// The orphaned child got the signal too (it may linger as a zombie of
+	// init for a moment: allow it to be reaped).
+	for i := 0; i < 50; i++ {
+		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+	if !bytes.Contains(b, []byte(") Z ")) {
+		t.Errorf("child %d still running after Stop", child)
+	}
+}
+
+// A process that exits before it is ready is reported with its log.
+func TestWaitReadyExited(t *testing.T) {
+	dir := t.TempDir()
+	p, err := StartProcess("failing", "/bin/sh", []string{"-c", "echo bad config >&2; exit 3"}, dir, filepath.Join(dir, "failing.log"), "")
+	if err != nil {
+		t.Skip(err)
+	}
+	addr, _ := FreeAddr()
+	err = p.WaitReady(context.Background(), "http://"+addr+"/-/ready")
+	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "bad config") {
+		t.Errorf("err = %v, want the exit and the log tail", err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Locate(ctx, "prometheus", "/nonexistent/prometheus"); err == nil {
+		t.Error("explicit missing path: no error")
+	}
+	if _, err := Locate(ctx, "no-such-tool-here", ""); err == nil || !strings.Contains(err.Error(), "no-such-tool-here") {
+		t.Errorf("unknown tool: err = %v", err)
+	}
+	if p, err := Locate(ctx, "sh", ""); err != nil || !strings.HasSuffix(p, "/sh") {
+		t.Errorf("sh on PATH: %q, %v", p, err)
+	}
+}

@@ -1,0 +1,140 @@
+// Package promtest runs the module's own Prometheus and promtool (go.mod's
+// tool directive) for tests: Start brings up a Prometheus with a given
+// configuration and rule files on a free loopback port and stops it when
+// the test ends; Promtool runs a promtool subcommand from the module root.
+// It sits on promproc, which `exporter stack` uses to run the same
+// processes.
+package promtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/promproc"
+)
+
+// Options configure Start.
+type Options struct {
+	// Config is the content of prometheus.yml. Rule files it names are
+	// resolved against the folder Files are written to.
+	Config string
+	// Files are written beside prometheus.yml before start, by name
+	// (rule files, typically).
+	Files map[string][]byte
+	// Flags are extra command-line flags, e.g.
+	// --enable-feature=created-timestamp-zero-ingestion.
+	Flags []string
+	// Ready bounds the wait for /-/ready once the binary is built;
+	// zero means one minute.
+	Ready time.Duration
+}
+
+// Prometheus is a running Prometheus owned by a test.
+type Prometheus struct {
+	URL string // http://127.0.0.1:port
+	Dir string // holds prometheus.yml, the Files and the TSDB
+
+	proc *promproc.Process
+}
+
+// Start builds (first time only, slowly) and starts `go tool prometheus`
+// with o, waits until it is ready and registers its stop with t.Cleanup.
+// On a test failure the tail of its log is logged. Start fails the test
+// when Prometheus cannot start.
+func Start(t testing.TB, o Options) *Prometheus {
+	t.Helper()
+	bin, err := promproc.GoTool(context.Background(), "prometheus")
+	if err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	dir := t.TempDir()
+	for name, b := range o.Files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte(o.Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t)
+	args := append([]string{
+		"--config.file=" + cfg,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn",
+	}, o.Flags...)
+	logPath := filepath.Join(dir, "prometheus.log")
+	p := &Prometheus{URL: "http://" + addr, Dir: dir}
+	p.proc, err = promproc.StartProcess("prometheus", bin, args, dir, logPath, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.proc.Stop(10 * time.Second); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prometheus output:\n%s", b)
+			}
+		}
+	})
+	ready := o.Ready
+	if ready == 0 {
+		ready = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ready)
+	defer cancel()
+	if err := p.proc.WaitReady(ctx, p.URL+"/-/ready"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Query runs an instant query now; see promproc.Query.
+func (p *Prometheus) Query(expr string) ([]promproc.Sample, error) {
+	return promproc.Query(context.Background(), p.URL, expr, time.Time{})
+}
+
+// Alerts returns the pending and firing alerts.
+func (p *Prometheus) Alerts() ([]promproc.Alert, error) {
+	return promproc.Alerts(context.Background(), p.URL)
+}
+
+// Promtool runs `go tool promtool args...` from the module root (so
+// relative paths in args are relative to it) and returns its combined
+// output.
+func Promtool(t testing.TB, args ...string) ([]byte, error) {
+	t.Helper()
+	root, err := promproc.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"tool", "promtool"}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("promtool %v: %w", args, err)
+	}
+	return out, nil
+}
+
+// FreeAddr returns a loopback host:port free at the time of the call.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	addr, err := promproc.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/k6options"
+)
+
+// In the real fixture every /missing request is a 404 answered in under a
+// millisecond; the fastest-p95 finding must name an endpoint that served
+// requests, not the one that failed them all.
+func TestFastestP95SkipsAllFailedEndpoints(t *testing.T) {
+	pts := readNDJSON(t, "testdata/runA-out.ndjson")
+	o, err := k6options.Load("testdata/script.k6-inspect.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := o.Scenario("")
+	r, err := BuildStageReport(pts, StageConfig{Scenario: sc, OnlyScenario: sc.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fastest string
+	for _, f := range r.Findings {
+		if strings.HasPrefix(f, "Fastest p95") {
+			fastest = f
+		}
+	}
+	if !strings.Contains(fastest, "**home**") || strings.Contains(fastest, "missing") {
+		t.Fatalf("fastest p95 finding %q, want home (missing failed every request)", fastest)
+	}
+}
