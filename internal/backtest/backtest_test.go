@@ -2,6 +2,7 @@ package backtest
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -136,7 +137,8 @@ func TestSimulatedRuns(t *testing.T) {
 		{"baseline seed 11", simulate.Options{Seed: 11}, "", "", 0},
 		{"baseline seed 12", simulate.Options{Seed: 12}, "", "", 0},
 		{"auth_register p95 +15%", simulate.Options{Seed: 13, LatencyFactor: map[string]float64{"auth_register": 1.15}},
-			rules.AlertEndpointLatency + "/auth_register/0.95", rules.AlertLatencyHigh, eval + forLat + 2*eval},
+			rules.AlertEndpointLatency + "/auth_register/0.95", rules.AlertLatencyHigh,
+			endpointVisible(t, env, c, "auth_register", 0.95, 1.15, eval) + forLat + 2*eval},
 		{"1% failed requests", simulate.Options{Seed: 14, ErrorRate: 0.01},
 			rules.AlertRequestsFailing, "", eval + forLat + 2*eval},
 		{"throughput -10%", simulate.Options{Seed: 15, ThroughputFactor: 0.9},
@@ -154,7 +156,7 @@ func TestSimulatedRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := names(r)
-			t.Logf("fired: %v", r.Alerts)
+			t.Logf("fired: %v (deadline %gs)", r.Alerts, tc.deadline)
 			if tc.want == "" {
 				if len(got) != 0 {
 					t.Fatalf("false alarms: %v", got)
@@ -206,4 +208,50 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endpointVisible is the earliest evaluation (seconds from the start of a
+// run regressed from its first request) at which the expected share of
+// the endpoint's requests slower than the alert threshold exceeds the
+// rule's binomial bound for the requests its window then holds. A thin
+// endpoint needs a fuller window before a +15% shift stands out of its
+// counting noise, so its deadline is later than a busy endpoint's.
+func endpointVisible(t *testing.T, env *envelope.Envelope, c *rules.Calibration, key string, q, factor, eval float64) float64 {
+	t.Helper()
+	m, err := simulate.Fit(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ep *simulate.Endpoint
+	for i := range m.Endpoints {
+		if m.Endpoints[i].Key == key {
+			ep = &m.Endpoints[i]
+		}
+	}
+	var lb *rules.LatencyBound
+	for _, e := range c.Endpoints {
+		if e.Key == key {
+			for i := range e.Latency {
+				if e.Latency[i].Quantile == q {
+					lb = &e.Latency[i]
+				}
+			}
+		}
+	}
+	if ep == nil || lb == nil {
+		t.Fatalf("no model or bound for endpoint %s q%g", key, q)
+	}
+	// Lognormal tail above the threshold after scaling latencies by factor.
+	x := lb.Threshold * 1000 / factor
+	slow := 0.5 * math.Erfc((math.Log(x)-ep.Mu)/(ep.Sigma*math.Sqrt2))
+	rate := m.Rate * ep.Share
+	w := c.Window.Seconds()
+	for s := eval; s <= w; s += eval {
+		if slow > lb.SlowFractionBound(rate*s, c.Z) {
+			return s
+		}
+	}
+	t.Fatalf("a %gx shift of %s (%.1f%% slower than %g s) never exceeds the rule's bound at %.2f req/s: not a detectable regression",
+		factor, key, 100*slow, lb.Threshold, rate)
+	return 0
 }
