@@ -90,18 +90,26 @@ func init() {
 }
 
 // headline is the envelope in three lines, in the document's words.
+// A band whose ends print alike (one run) is one figure, not "x–x".
 func headline(env *envelope.Envelope) string {
 	var b strings.Builder
 	t, l := env.Throughput, env.Latency
-	runs := "runs"
-	if t.N == 1 {
-		runs = "run"
+	span := func(format string, lo, hi float64) string {
+		a, z := fmt.Sprintf(format, lo), fmt.Sprintf(format, hi)
+		if a == z {
+			return a
+		}
+		return a + "–" + z
 	}
-	fmt.Fprintf(&b, "throughput: mean %.1f req/s, %.2f–%.2f req/s across %d %s, CV %.2f%%\n", t.Mean, t.Min, t.Max, t.N, runs, 100*t.CV)
+	if t.N == 1 {
+		fmt.Fprintf(&b, "throughput: %s req/s in 1 run (no spread from a single run)\n", span("%.2f", t.Min, t.Max))
+	} else {
+		fmt.Fprintf(&b, "throughput: mean %.1f req/s, %s req/s across %d runs, CV %.2f%%\n", t.Mean, span("%.2f", t.Min, t.Max), t.N, 100*t.CV)
+	}
 	if l.P95.N > 0 {
-		fmt.Fprintf(&b, "latency: p95 %.1f–%.1f ms", l.P95.Min, l.P95.Max)
+		fmt.Fprintf(&b, "latency: p95 %s ms", span("%.1f", l.P95.Min, l.P95.Max))
 		if l.P99.N > 0 {
-			fmt.Fprintf(&b, ", p99 %.1f–%.1f ms", l.P99.Min, l.P99.Max)
+			fmt.Fprintf(&b, ", p99 %s ms", span("%.1f", l.P99.Min, l.P99.Max))
 		}
 		fmt.Fprintf(&b, ", mean of medians %.1f ms\n", l.Median.Mean)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -119,7 +120,7 @@ func init() {
 		defer st.Close()
 
 		fmt.Fprintf(stdout, "exporter:     %s/metrics\n", st.ExporterURLs[0])
-		fmt.Fprintf(stdout, "prometheus:   %s  (rules: %s/rules, alerts: %s/alerts)\n", st.PrometheusURL, st.PrometheusURL, st.PrometheusURL)
+		fmt.Fprintf(stdout, "prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
 		if st.AlertmanagerURL != "" {
 			fmt.Fprintf(stdout, "alertmanager: %s\n", st.AlertmanagerURL)
 		}
@@ -176,4 +177,27 @@ func parseFactors(pairs []string) (map[string]float64, error) {
 		out[k] = f
 	}
 	return out, nil
+}
+
+// prometheusLinks names where the rules and alerts can be seen. A
+// Prometheus built with `go tool` (the module's tool directive) has no
+// web UI assets: its /rules page answers 500, so the links go to the
+// HTTP API instead of pages that fail in the browser.
+func prometheusLinks(ctx context.Context, base string) string {
+	ui := fmt.Sprintf("(rules: %[1]s/rules, alerts: %[1]s/alerts)", base)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/rules", nil)
+	if err != nil {
+		return ui
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ui
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return ui
+	}
+	return fmt.Sprintf("(this Prometheus has no web UI; rules: %[1]s/api/v1/rules, alerts: %[1]s/api/v1/alerts)", base)
 }

@@ -493,7 +493,13 @@ func compareRuns(in []Input) []string {
 			diffs = append(diffs, "metric set: "+strings.Join(parts, "; "))
 		}
 		if a, b := in[0].Run.Duration, r.Run.Duration; a > 0 && b > 0 && math.Abs(a.Seconds()-b.Seconds()) > 0.1*math.Max(a.Seconds(), b.Seconds()) {
-			diffs = append(diffs, fmt.Sprintf("duration: %s ran %s, %s ran %s", refName, a.Round(time.Second), name, b.Round(time.Second)))
+			d := fmt.Sprintf("duration: %s ran %s, %s ran %s", refName, a.Round(time.Second), name, b.Round(time.Second))
+			if (in[0].Run.Mode == k6.ModeSummary) != (r.Run.Mode == k6.ModeSummary) {
+				// A summary always covers the whole run; --skip-warmup,
+				// --from and --to only cut point streams.
+				d += " (a summary file covers the whole run, while --skip-warmup/--from/--to cut only point streams: mix the two kinds without a window, or use one kind)"
+			}
+			diffs = append(diffs, d)
 		}
 	}
 	return diffs
