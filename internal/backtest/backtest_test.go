@@ -122,7 +122,7 @@ func TestSimulatedRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := c.Window.Seconds()
+	tw := c.Throughput.Window.Seconds()
 	const eval, forLat = 15.0, 60.0
 	cases := []struct {
 		name string
@@ -141,12 +141,16 @@ func TestSimulatedRuns(t *testing.T) {
 			endpointVisible(t, env, c, "auth_register", 0.95, 1.15, eval) + forLat + 2*eval},
 		{"1% failed requests", simulate.Options{Seed: 14, ErrorRate: 0.01},
 			rules.AlertRequestsFailing, "", eval + forLat + 2*eval},
+		// The throughput alert reads its own window, calibrated so a
+		// 2×tolerance drop is seen within a 6-minute run.
 		{"throughput -10%", simulate.Options{Seed: 15, ThroughputFactor: 0.9},
-			rules.AlertThroughputLow, "", w + forLat + 2*eval},
+			rules.AlertThroughputLow, "", tw + forLat + 2*eval},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.o.Duration = 8 * time.Minute
+			// The user's runs are 6 minutes (3m warm-up, 3m load): every
+			// alert must make its deadline inside one.
+			tc.o.Duration = runLength
 			path := filepath.Join(t.TempDir(), "run.ndjson.gz")
 			if err := simulate.WriteFile(path, env, tc.o); err != nil {
 				t.Fatal(err)
@@ -181,6 +185,42 @@ func TestSimulatedRuns(t *testing.T) {
 				t.Errorf("%s first fired at %gs, deadline %gs", name, s, tc.deadline)
 			}
 		})
+	}
+}
+
+// runLength is the length of the user's k6 runs.
+const runLength = 6 * time.Minute
+
+// The false-alarm check over many baseline seeds: ten simulated 6-minute
+// baseline runs of the demo envelope. Every bound targets a 0.1% false-
+// alarm probability per evaluation and a `for` of at least four
+// consecutive evaluations, so none of the 240 evaluations (24 a run) of
+// each alert may fire.
+func TestSimulatedBaselineSeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten simulated runs")
+	}
+	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := rulesFor(t, env)
+	dir := t.TempDir()
+	for seed := uint64(101); seed <= 110; seed++ {
+		path := filepath.Join(dir, "run.ndjson.gz")
+		if err := simulate.WriteFile(path, env, simulate.Options{Seed: seed, Duration: runLength}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := File(context.Background(), env, files, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.DurationS < runLength.Seconds()-30 {
+			t.Errorf("seed %d: %gs of points, want about 6m", seed, r.DurationS)
+		}
+		if len(r.Alerts) != 0 {
+			t.Errorf("seed %d: false alarms %v", seed, names(r))
+		}
 	}
 }
 

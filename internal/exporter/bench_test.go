@@ -211,3 +211,97 @@ func BenchmarkReplayMemory(b *testing.B) {
 		})
 	}
 }
+
+// realisticServer fills a server as a real k6 test with several
+// scenarios, endpoints and statuses does: per (scenario, endpoint,
+// status) label set an http_req_duration histogram (its classic buckets,
+// _sum and _count), http_reqs and http_req_failed; per scenario
+// iteration_duration, iterations, data and checks; vus gauges. It
+// returns the server and how many Prometheus series (sample lines of the
+// text format, the count Prometheus's series limits apply to) it exposes.
+func realisticServer(b *testing.B, scenarios, endpoints, statuses int) *Server {
+	s, err := New(Config{DisableExporterMetrics: true, Envelope: testEnvelope(), SeriesLimit: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	codes := []string{"200", "201", "404", "500", "503", "302"}
+	for sc := range scenarios {
+		scen := "scenario-" + strconv.Itoa(sc)
+		for e := range endpoints {
+			name := "endpoint-" + strconv.Itoa(e)
+			method := []string{"GET", "POST"}[e%2]
+			for st := range statuses {
+				ok := st < 2
+				tags := map[string]string{"testid": "bench", "scenario": scen, "name": name, "method": method,
+					"status": codes[st], "expected_response": strconv.FormatBool(ok), "group": "::" + name}
+				for j := range 20 { // latencies spread over the ladder
+					s.IngestPoint(&k6.Point{Metric: "http_req_duration", Value: float64(1+j*j) * 3.7, Tags: tags})
+					s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: tags})
+					s.IngestPoint(&k6.Point{Metric: "http_req_failed", Value: float64(j % 2), Tags: tags})
+				}
+			}
+		}
+		tags := map[string]string{"testid": "bench", "scenario": scen}
+		for j := range 20 {
+			s.IngestPoint(&k6.Point{Metric: "iteration_duration", Value: float64(100 + j*50), Tags: tags})
+			s.IngestPoint(&k6.Point{Metric: "iterations", Value: 1, Tags: tags})
+			s.IngestPoint(&k6.Point{Metric: "data_sent", Value: 512, Tags: tags})
+			s.IngestPoint(&k6.Point{Metric: "data_received", Value: 4096, Tags: tags})
+		}
+		for c := range 5 {
+			ct := map[string]string{"testid": "bench", "scenario": scen, "check": "check-" + strconv.Itoa(c)}
+			s.IngestPoint(&k6.Point{Metric: "checks", Value: 1, Tags: ct})
+			s.IngestPoint(&k6.Point{Metric: "checks", Value: 0, Tags: ct})
+		}
+	}
+	for _, m := range []string{"vus", "vus_max"} {
+		s.IngestPoint(&k6.Point{Metric: m, Value: 50, Tags: map[string]string{"testid": "bench"}})
+	}
+	return s
+}
+
+// exposedSeries counts the sample lines of the text exposition.
+func exposedSeries(b *testing.B, h http.Handler) int {
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	n := 0
+	for line := range bytes.Lines(rec.Body.Bytes()) {
+		if len(line) > 1 && line[0] != '#' {
+			n++
+		}
+	}
+	return n
+}
+
+// BenchmarkScrapeRealistic renders /metrics for a k6 test of 3 scenarios
+// × 26 endpoints × 4 statuses: 312 histogram label sets, about 10,000
+// Prometheus series in all (each classic bucket, _sum and _count counts
+// as one), in the text format and in protobuf.
+func BenchmarkScrapeRealistic(b *testing.B) {
+	s := realisticServer(b, 3, 26, 4)
+	h := s.Handler()
+	series := exposedSeries(b, h)
+	if series < 9000 || series > 11000 {
+		b.Fatalf("%d series, want about 10,000", series)
+	}
+	for _, format := range []expfmt.FormatType{expfmt.TypeTextPlain, expfmt.TypeProtoDelim} {
+		b.Run(map[expfmt.FormatType]string{expfmt.TypeTextPlain: "text", expfmt.TypeProtoDelim: "protobuf"}[format], func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			req.Header.Set("Accept", string(expfmt.NewFormat(format)))
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/scrape")
+			b.ReportMetric((cpuTime()-cpu0).Seconds()*1000/float64(b.N), "cpu-ms/scrape")
+			b.ReportMetric(float64(series), "series")
+		})
+	}
+}

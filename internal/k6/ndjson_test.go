@@ -36,6 +36,9 @@ func TestParseNDJSONLine(t *testing.T) {
 		{"bad time", `{"metric":"m","type":"Point","data":{"time":"yesterday","value":1,"tags":{}}}`, nil, nil, `"data.time"`},
 		{"day 31 of November", `{"metric":"m","type":"Point","data":{"time":"2026-11-31T08:51:04Z","value":1,"tags":{}}}`, nil, nil, `"data.time"`},
 		{"tags not strings", `{"metric":"m","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"a":1}}}`, nil, nil, `"data.tags.a"`},
+		// Tag value errors name the tag, though the name is built only on error.
+		{"tag value truncated", `{"metric":"m","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"a":"x","b":"unterminat`, nil, nil, `"data.tags"`},
+		{"tag value bad escape", `{"metric":"m","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"a":"x","b":"\q"}}}`, nil, nil, `"data.tags.b"`},
 		{"unknown line type", `{"metric":"m","type":"Sample","data":{}}`, nil, nil, `"type"`},
 		{"unknown metric type", `{"type":"Metric","data":{"name":"x","type":"histogram","contains":"default"},"metric":"x"}`, nil, nil, `"data.type"`},
 		{"no value", `{"metric":"m","type":"Point","data":{"time":"2026-11-30T08:51:04Z","tags":{}}}`, nil, nil, `"data.value"`},

@@ -769,17 +769,27 @@ func decodeStringObject(obj []byte, field string, m map[string]string) error {
 		if err := s.expect(':', field); err != nil {
 			return err
 		}
-		v, vesc, err := s.str(field + "." + string(k))
+		// The value's field name ("data.tags.name") is only built for an
+		// error: concatenating it for every tag cost a tenth of the live
+		// ingest path's CPU.
+		at := s.i
+		v, vesc, err := s.str(field)
 		if err != nil {
+			s.i = at
+			_, _, err = s.str(field + "." + string(k))
 			return err
 		}
 		ks, err := unescape(k, kesc, field)
 		if err != nil {
 			return err
 		}
-		vs, err := unescape(v, vesc, field+"."+ks)
-		if err != nil {
-			return err
+		var vs string
+		if vesc {
+			if vs, err = unescape(v, vesc, field+"."+ks); err != nil {
+				return err
+			}
+		} else {
+			vs = string(v)
 		}
 		m[ks] = vs
 		s.ws()

@@ -83,6 +83,12 @@ func loadSummary(name string, data []byte, want Format) (*Run, error) {
 	if err := dec.Decode(&d); err != nil {
 		return nil, jsonError(name, data, err)
 	}
+	// The decoder stops after the first value; anything but white space
+	// after it means a damaged or concatenated file.
+	end := dec.InputOffset()
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("%s:%d: invalid JSON: data after the end of the document", name, lineAt(data, int64(len(data)-len(rest))))
+	}
 	f, ok := detectSummary(&d)
 	if !ok {
 		return nil, fmt.Errorf("%s:1: not k6 output: a JSON object without \"metrics\" or \"results\"", name)
@@ -111,7 +117,9 @@ func jsonError(name string, data []byte, err error) error {
 	var off int64 = -1
 	switch e := err.(type) {
 	case *json.SyntaxError:
-		off = e.Offset
+		// Offset counts the offending byte: when that byte is a newline
+		// (an unterminated string), counting it would name the next line.
+		off = max(e.Offset-1, 0)
 	case *json.UnmarshalTypeError:
 		off = e.Offset
 		return fmt.Errorf("%s:%d: field %q: got JSON %s, want %s", name, lineAt(data, off), e.Field, e.Value, e.Type)
@@ -120,7 +128,10 @@ func jsonError(name string, data []byte, err error) error {
 		return fmt.Errorf("%s:%d: invalid JSON: %v", name, lineAt(data, off), err)
 	}
 	if err.Error() == "EOF" || err.Error() == "unexpected EOF" {
-		return fmt.Errorf("%s:%d: truncated JSON", name, lineAt(data, int64(len(data))))
+		// The last line with content is where the document stops; trailing
+		// newlines and blank lines after it are not the problem.
+		content := bytes.TrimRight(data, " \t\r\n")
+		return fmt.Errorf("%s:%d: truncated JSON", name, lineAt(data, int64(len(content))))
 	}
 	return fmt.Errorf("%s: invalid JSON: %v", name, err)
 }

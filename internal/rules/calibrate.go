@@ -24,7 +24,13 @@ import (
 //     evaluation (Tolerance.FalseAlarm; 0.001 gives z = 3.09).
 //   - Throughput floor = band min × (1 − ThroughputDrop) × (1 − z·σ), with
 //     σ = √(CV² + 1/(mean·W)): the run-to-run spread and the Poisson
-//     counting noise of one W-second rate window, relative.
+//     counting noise of one W-second rate window, relative. W is the
+//     throughput window: the shortest of 1m, 2m, 3m, 5m (never longer than
+//     Tolerance.Window) whose floor sits at least z_d·σ_d above a run
+//     dropped by twice the tolerance, r_d = band min × (1 − 2·ThroughputDrop),
+//     σ_d = r_d·√(CV² + 1/(r_d·W)), z_d = 1.645 (such a run is below the
+//     floor in 95% of evaluations). A shorter window sees a drop sooner;
+//     the search stops at the first one that still sees it reliably.
 //   - Latency: "pQ above X" is "more than a tail fraction t = 1 − Q of the
 //     requests slower than X", read exactly from the classic bucket at
 //     le = X, where X = band max × (1 + LatencyRise), in seconds rounded
@@ -60,6 +66,42 @@ type ThroughputBound struct {
 	Drop           float64 // tolerance
 	Floor          float64 // req/s
 	FloorPerVU     float64 // req/s per VU, 0 without a VU count
+
+	// Window is the rate window of the throughput alerts (see
+	// ThroughputWindows), WindowStr as PromQL writes it.
+	Window    time.Duration
+	WindowStr string
+	// Dropped is a run at twice the tolerance below the band (req/s), and
+	// Separation how many of its window σ it sits below the floor.
+	Dropped    float64
+	Separation float64
+}
+
+// ThroughputWindows are the rate windows the calibrator tries for the
+// throughput alerts, shortest first.
+var ThroughputWindows = []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 5 * time.Minute}
+
+// DetectZ is the separation, in σ of the dropped run's rate over one
+// window, that the throughput window must give between a run dropped by
+// twice the tolerance and the floor: the one-sided 95% normal quantile,
+// so such a run is below the floor in 95% of evaluations.
+const DetectZ = 1.6449
+
+// throughputFloor is the calibrated floor for a window of ws seconds.
+func throughputFloor(tp envelope.Spread, drop, z, ws float64) (noise, sigma, floor float64) {
+	noise = 1 / math.Sqrt(tp.Mean*ws)
+	sigma = math.Hypot(tp.CV, noise)
+	return noise, sigma, round4(tp.Min * (1 - drop) * (1 - z*sigma))
+}
+
+// separation is how many σ of its own window rate a run at rate r sits
+// below floor, σ combining the run-to-run CV and the window's counting
+// noise at r.
+func separation(floor, r, cv, ws float64) float64 {
+	if r <= 0 {
+		return 0
+	}
+	return (floor - r) / (r * math.Hypot(cv, 1/math.Sqrt(r*ws)))
 }
 
 // CVBound is the calibrated ceiling of the throughput CV recording.
@@ -156,11 +198,26 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		return nil, missing("throughput.min", "the bottom of the throughput band")
 	}
 	t := ThroughputBound{Mean: tp.Mean, Min: tp.Min, Max: tp.Max, EnvCV: tp.CV, Drop: tol.ThroughputDrop}
-	t.NoiseRel = 1 / math.Sqrt(tp.Mean*ws)
-	t.SigmaRel = math.Hypot(tp.CV, t.NoiseRel)
-	t.Floor = round4(tp.Min * (1 - t.Drop) * (1 - c.Z*t.SigmaRel))
+	t.Dropped = tp.Min * (1 - 2*t.Drop)
+	// Shortest window that still separates a 2×tolerance drop; the
+	// latency window when none does (a zero tolerance, a thin rate).
+	t.Window = c.Window
+	for _, tw := range ThroughputWindows {
+		if tw > c.Window {
+			break
+		}
+		_, _, f := throughputFloor(tp, t.Drop, c.Z, tw.Seconds())
+		if f > 0 && separation(f, t.Dropped, tp.CV, tw.Seconds()) >= DetectZ {
+			t.Window = tw
+			break
+		}
+	}
+	t.WindowStr = model.Duration(t.Window).String()
+	tws := t.Window.Seconds()
+	t.NoiseRel, t.SigmaRel, t.Floor = throughputFloor(tp, t.Drop, c.Z, tws)
+	t.Separation = round4(separation(t.Floor, t.Dropped, tp.CV, tws))
 	if t.Floor <= 0 {
-		return nil, fmt.Errorf("envelope: throughput: the calibrated floor is not positive (mean %g req/s is too low for a %s window)", tp.Mean, c.WindowStr)
+		return nil, fmt.Errorf("envelope: throughput: the calibrated floor is not positive (mean %g req/s is too low for a %s window)", tp.Mean, t.WindowStr)
 	}
 	if c.VUs > 0 {
 		t.FloorPerVU = round4(t.Floor / float64(c.VUs))

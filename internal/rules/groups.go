@@ -124,18 +124,21 @@ func quantileName(q float64) string { return "p" + strings.TrimPrefix(fmtFloat(q
 func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
 	w := c.WindowStr
 	t := c.Throughput
+	tw := t.WindowStr
 	z := fmtFloat(round4(c.Z))
 	var rs []Rule
 
+	// The throughput alert reads its own, shorter window (calibrate.go):
+	// a 6-minute run must show a 2×tolerance drop within window + for.
 	rs = append(rs, Rule{
 		Alert: AlertThroughputLow,
 		Expr: fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s and on (testid) %s and on (testid) %s",
-			reqs, w, fmtFloat(t.Floor), fullWindow(w), running()),
+			reqs, tw, fmtFloat(t.Floor), fullWindow(tw), running()),
 		For:    "1m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertThroughputLow, "Throughput of the k6 test is below the envelope band.",
 			fmt.Sprintf("Test {{ $labels.testid }} made {{ $value | humanize }} req/s over the last %s. The envelope's throughput band is %s–%s req/s (mean %s, run-to-run CV %s); the calibrated floor is %s req/s: band min −%s tolerance, minus z=%s × %s relative noise (%s window).",
-				w, fmtFloat(round4(t.Min)), fmtFloat(round4(t.Max)), fmtFloat(round4(t.Mean)), pct(t.EnvCV), fmtFloat(t.Floor), pct(t.Drop), z, pct(t.SigmaRel), w)),
+				tw, fmtFloat(round4(t.Min)), fmtFloat(round4(t.Max)), fmtFloat(round4(t.Mean)), pct(t.EnvCV), fmtFloat(t.Floor), pct(t.Drop), z, pct(t.SigmaRel), tw)),
 	})
 
 	cv := c.CV
@@ -172,10 +175,12 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 			errorsDescription(env, c, w)),
 	})
 
-	sat := fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s", reqs, w, fmtFloat(t.Floor))
+	// The floor is calibrated for the throughput window, so the
+	// saturation alert reads throughput over that window too.
+	sat := fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s", reqs, tw, fmtFloat(t.Floor))
 	satWhat := fmt.Sprintf("{{ $value | humanize }} req/s against a floor of %s req/s", fmtFloat(t.Floor))
 	if t.FloorPerVU > 0 {
-		sat = fmt.Sprintf("sum by (testid) (rate(%s[%s])) / sum by (testid) (%s) < %s", reqs, w, vus, fmtFloat(t.FloorPerVU))
+		sat = fmt.Sprintf("sum by (testid) (rate(%s[%s])) / sum by (testid) (%s) < %s", reqs, tw, vus, fmtFloat(t.FloorPerVU))
 		satWhat = fmt.Sprintf("{{ $value | humanize }} req/s per VU against a floor of %s (%s VUs in the envelope)", fmtFloat(t.FloorPerVU), strconv.Itoa(c.VUs))
 	}
 	p95 := c.Latency[0]
@@ -186,8 +191,8 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		For:    "2m",
 		Labels: map[string]string{"severity": "critical"},
 		Annotations: ann(o, AlertSaturation, "The system under test looks saturated.",
-			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while p95 latency is above %s ms or requests fail: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
-				satWhat, w, fmtMS(p95.Threshold), templateText(env.Saturation.Verdict, "verdict not recorded"))),
+			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while p95 latency over the last %s is above %s ms or requests fail: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
+				satWhat, tw, w, fmtMS(p95.Threshold), templateText(env.Saturation.Verdict, "verdict not recorded"))),
 	})
 
 	sel := o.ExporterSelector

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -227,8 +228,15 @@ func TestCalibrationFormulas(t *testing.T) {
 		}
 	}
 	near("z", c.Z, 3.0902, 1e-4)
-	sigma := math.Sqrt(0.0024*0.0024 + 1/(56.1*300))
+	// Throughput window: a 10% drop below the band min is 50.37 req/s. At
+	// 2m the floor (51.13) sits 1.15 σ above it, too close; at 3m (51.49)
+	// 2.06 σ, past the 1.645 the calibrator asks for.
+	if c.Throughput.Window != 3*time.Minute || c.Throughput.WindowStr != "3m" {
+		t.Errorf("throughput window %v %q, want 3m", c.Throughput.Window, c.Throughput.WindowStr)
+	}
+	sigma := math.Sqrt(0.0024*0.0024 + 1/(56.1*180))
 	near("throughput floor", c.Throughput.Floor, 55.97*0.95*(1-3.0902*sigma), 1e-3)
+	near("separation", c.Throughput.Separation, 2.0575, 1e-3)
 	near("floor per VU", c.Throughput.FloorPerVU, c.Throughput.Floor/50, 1e-3)
 	// χ²(0.999, 9) = 27.877; Wilson–Hilferty is within 1%.
 	near("cv factor", c.CV.Factor, math.Sqrt(27.877/9), 0.01)
@@ -242,6 +250,70 @@ func TestCalibrationFormulas(t *testing.T) {
 	near("p95 expected bound", c.Latency[0].ExpectedBound, 0.05+3.0902*math.Sqrt(0.0475/n)+((3.0902*3.0902-1)*0.9/6+0.5)/n, 1e-5)
 	if got := LatencyEdges(c); len(got) < 4 || got[0] > got[len(got)-1] {
 		t.Errorf("edges %v", got)
+	}
+}
+
+// The throughput window is the shortest candidate that separates a
+// 2×tolerance drop from the floor, capped by the tolerance window.
+func TestThroughputWindow(t *testing.T) {
+	seed := testEnvelopes(t)["seed.envelope.json"]
+	cases := []struct {
+		name   string
+		edit   func(e *envelope.Envelope)
+		want   time.Duration
+		minSep float64 // separation the chosen window must reach
+	}{
+		{"seed", func(e *envelope.Envelope) {}, 3 * time.Minute, DetectZ},
+		// Twenty times the rate: counting noise shrinks, 1m suffices.
+		{"busy", func(e *envelope.Envelope) {
+			e.Throughput.Mean *= 20
+			e.Throughput.Min *= 20
+			e.Throughput.Max *= 20
+		}, time.Minute, DetectZ},
+		// A wider tolerance makes a 2× drop easier to see.
+		{"wide tolerance", func(e *envelope.Envelope) { e.Tolerance.ThroughputDrop = 0.10 }, time.Minute, DetectZ},
+		// No tolerance: no drop to separate, so the latency window.
+		{"zero tolerance", func(e *envelope.Envelope) { e.Tolerance.ThroughputDrop = 0 }, 5 * time.Minute, math.Inf(-1)},
+		// Never longer than the tolerance window, even when that misses.
+		{"capped", func(e *envelope.Envelope) { e.Tolerance.Window = "2m" }, 2 * time.Minute, math.Inf(-1)},
+		// A noisy envelope (CV 3%): no window separates, so the latency window.
+		{"noisy", func(e *envelope.Envelope) { e.Throughput.CV = 0.03 }, 5 * time.Minute, math.Inf(-1)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := *seed
+			tc.edit(&e)
+			c, err := Calibrate(&e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp := c.Throughput
+			if tp.Window != tc.want {
+				t.Errorf("window %v, want %v (separation %g)", tp.Window, tc.want, tp.Separation)
+			}
+			if tp.Separation < tc.minSep {
+				t.Errorf("separation %g below %g", tp.Separation, tc.minSep)
+			}
+			if tp.Window < c.Window && tp.Separation < DetectZ {
+				t.Errorf("chose %v below the tolerance window with separation %g", tp.Window, tp.Separation)
+			}
+			rf, _, err := Generate(&e, DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "rate(k6_http_reqs_total[" + tp.WindowStr + "])) < " + fmtFloat(tp.Floor)
+			found := false
+			for _, g := range rf.Groups {
+				for _, r := range g.Rules {
+					if r.Alert == AlertThroughputLow {
+						found = strings.Contains(r.Expr, want)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("%s does not read %q", AlertThroughputLow, want)
+			}
+		})
 	}
 }
 

@@ -78,7 +78,10 @@ func (b *testBuilder) add(name string, l map[string]string, values string) {
 
 // linear is a counter growing by perSec each second from 0.
 func linear(perSec float64) string {
-	return fmt.Sprintf("0+%sx%d", fmtFloat(perSec*testStep.Seconds()), testSteps)
+	// Rounded to the micro-unit so float products (41.19 × 15) print as
+	// written rather than as 617.8499999999999.
+	step := math.Round(perSec*testStep.Seconds()*1e6) / 1e6
+	return fmt.Sprintf("0+%sx%d", fmtFloat(step), testSteps)
 }
 
 func constant(v float64) string { return fmt.Sprintf("%sx%d", fmtFloat(v), testSteps) }
