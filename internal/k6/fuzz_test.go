@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,7 @@ func fuzzLoad(t *testing.T, name string, input []byte) {
 			if !strings.HasPrefix(err.Error(), name) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
+			checkErrorLine(t, name, input, err)
 			continue
 		}
 		for n, m := range r.Metrics {
@@ -135,4 +137,27 @@ func FuzzLoadCSV(f *testing.F) {
 	}
 	f.Add([]byte("metric_name,timestamp,metric_value,check,extra_tags,metadata\nchecks,1796028664000,1,\"a, \"\"quoted\"\" check\",k=v&x,vu=1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzLoad(t, "in.csv", data) })
+}
+
+// checkErrorLine: a "file:N:" error names a line that exists and has
+// content, never the empty line after a final newline (a JSON decoder's
+// offset counts the offending byte, which is how line 2 of a one-line file
+// was once reported). "no samples" names the end of the stream instead.
+func checkErrorLine(t *testing.T, name string, input []byte, err error) {
+	msg := strings.TrimPrefix(err.Error(), name+":")
+	colon := strings.IndexByte(msg, ':')
+	if colon <= 0 || len(input) > 1 && input[0] == 0x1f && input[1] == 0x8b || strings.Contains(msg, "no samples") {
+		return // no line number, or one counted in the unpacked gzip stream
+	}
+	n, convErr := strconv.Atoi(msg[:colon])
+	if convErr != nil {
+		return
+	}
+	last := 1 // the line of the last byte that is not white space
+	if i := bytes.LastIndexFunc(input, func(r rune) bool { return !strings.ContainsRune(" \t\r\n", r) }); i >= 0 {
+		last = bytes.Count(input[:i], []byte{'\n'}) + 1
+	}
+	if n < 1 || n > last {
+		t.Fatalf("error names line %d, the input's last line with content is %d: %v", n, last, err)
+	}
 }
