@@ -114,6 +114,14 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	}
 
 	env.Provenance = provenance(in, opts)
+	if d, ok := measuredDurationDisagrees(in, opts.Workload); ok {
+		// `k6 inspect` resolves options without the runs' -e values, so a
+		// script reading __ENV.DURATION reports its default. compare
+		// judges candidates by their measured duration, so the envelope
+		// must hold the runs' own, or it would refuse its baseline runs.
+		w("--k6-options gives a duration of %s but the runs lasted %s on average; recorded %s (run k6 inspect with the same -e/--env values as the runs)", opts.Workload.Duration, d, d)
+		env.Provenance.Workload.Duration = d.String()
+	}
 	if opts.SkipWarmup > 0 && in[0].Run.Mode == k6.ModeSummary {
 		w("--skip-warmup %s has no effect on summary files, whose figures cover the whole run; give --out json or csv files to drop the warm-up", opts.SkipWarmup)
 	}
@@ -597,4 +605,29 @@ func testID(r *k6.Run) string {
 		}
 	}
 	return ""
+}
+
+// measuredDurationDisagrees returns the runs' mean measured duration when
+// the options file's duration is outside 0.75–1.25 of it, the bounds
+// compare uses to tell a different workload.
+func measuredDurationDisagrees(in []Input, o *Workload) (time.Duration, bool) {
+	if o == nil || o.Duration == "" {
+		return 0, false
+	}
+	want, err := time.ParseDuration(o.Duration)
+	if err != nil || want <= 0 {
+		return 0, false
+	}
+	var sum time.Duration
+	for _, r := range in {
+		if r.Run.Duration <= 0 {
+			return 0, false
+		}
+		sum += r.Run.Duration
+	}
+	mean := (sum / time.Duration(len(in))).Round(time.Second)
+	if ratio := mean.Seconds() / want.Seconds(); ratio >= 0.75 && ratio <= 1.25 {
+		return 0, false
+	}
+	return mean, true
 }

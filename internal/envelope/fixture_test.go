@@ -64,3 +64,44 @@ func TestRealFixtures(t *testing.T) {
 		})
 	}
 }
+
+// `k6 inspect` run without the runs' -e DURATION=6m reports the script's
+// default 1m30s: the envelope must keep the measured 6m1s (compare would
+// otherwise refuse the baseline's own runs) and say why; an options file
+// that agrees with the runs is taken as is.
+func TestOptionsDurationAgainstRuns(t *testing.T) {
+	in, err := ReadFiles([]string{
+		filepath.Join("testdata", "baseline-a.summary.json"),
+		filepath.Join("testdata", "baseline-b.summary.json"),
+		filepath.Join("testdata", "baseline-c.summary.json"),
+	}, k6.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, optDuration, want, warning string
+	}{
+		{"default of an un-parameterised inspect", "1m30s", "6m1s", "--k6-options gives a duration of 1m30s but the runs lasted 6m1s"},
+		{"inspect with the runs' values", "6m0s", "6m0s", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := ReadK6Options(filepath.Join("testdata", "baseline-mix.k6-inspect.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Duration = tt.optDuration
+			env, err := Compute(in, Options{Workload: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := env.Provenance.Workload.Duration; got != tt.want {
+				t.Errorf("workload.duration = %s, want %s", got, tt.want)
+			}
+			warnings := strings.Join(env.Warnings, "\n")
+			if tt.warning == "" && strings.Contains(warnings, "--k6-options") || !strings.Contains(warnings, tt.warning) {
+				t.Errorf("warnings %q, want %q", env.Warnings, tt.warning)
+			}
+		})
+	}
+}
