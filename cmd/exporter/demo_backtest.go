@@ -68,7 +68,8 @@ func init() {
 			if len(names) > 0 {
 				verdict = "fired " + strings.Join(names, ", ")
 			}
-			fmt.Fprintf(stdout, "backtest: %s (%s): %s\n", r.what, filepath.Base(r.path), verdict)
+			rel, _ := filepath.Rel(d.Dir, r.path)
+			fmt.Fprintf(stdout, "backtest: %s (%s): %s\n", r.what, rel, verdict)
 		}
 		return nil
 	})

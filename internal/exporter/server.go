@@ -505,6 +505,16 @@ func (s *Server) ReplayFile(path string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		// CSV carries no Metric lines: custom metrics take the type the
+		// loader gave them (a trend unless a built-in), as summarize shows.
+		for name, m := range run.Metrics {
+			if m.Parent != name {
+				continue
+			}
+			if _, err := s.st.lookup(name); err != nil {
+				s.st.define(name, m.Type, m.Contains)
+			}
+		}
 		buf := make([]byte, 0, 256)
 		for i := range run.Points {
 			buf = s.ingestPoint(SourceResults, &run.Points[i], buf)
