@@ -127,12 +127,15 @@ scrape_configs:
 		r.Body.Close()
 	}
 	// Start once Prometheus scrapes the exporter, so every chunk lands in
-	// its own scrape and the run spans about ten seconds of samples.
+	// its own scrape and the run spans about twenty seconds of samples:
+	// the Runs table's active-time query compares the counter with itself
+	// 5s earlier at 5s-aligned steps, and a loaded machine delaying a few
+	// scrapes must still leave several such steps inside the run.
 	waitFor(t, time.Minute, "first scrape of the exporter", func() bool {
 		n, _ := promQuery(prom, `up{job="envelope-exporter"} == 1`)
 		return n > 0
 	})
-	replayInChunks(t, srv, "testdata/runA-out.ndjson", 10)
+	replayInChunks(t, srv, "testdata/runA-out.ndjson", 20)
 
 	// Rates need two scrapes after the last chunk, recorded series a rule
 	// evaluation after that.
