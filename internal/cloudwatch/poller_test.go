@@ -18,7 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/common/expfmt"
+
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exposition files in testdata")
@@ -54,22 +55,7 @@ func baseConfig(url string) Config {
 // the only value that changes between runs.
 func exposition(t *testing.T, c prometheus.Collector) []byte {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	for _, mf := range mfs {
-		if mf.GetName() == "envelope_exporter_cloudwatch_poll_duration_seconds" {
-			continue
-		}
-		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
+	return promtest.Exposition(t, c, "envelope_exporter_cloudwatch_poll_duration_seconds")
 }
 
 func familyNames(text []byte) []string {

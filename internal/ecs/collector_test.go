@@ -19,6 +19,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exposition files in testdata/snapshots")
@@ -59,22 +61,7 @@ func newTestCollector(t *testing.T, url string, timeout time.Duration) prometheu
 // removed: it is the only value that changes between runs.
 func render(t *testing.T, c prometheus.Collector) []byte {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	for _, mf := range mfs {
-		if mf.GetName() == "ecs_scrape_duration_seconds" {
-			continue
-		}
-		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return buf.Bytes()
+	return promtest.Exposition(t, c, "ecs_scrape_duration_seconds")
 }
 
 func TestGolden(t *testing.T) {
