@@ -35,7 +35,7 @@ func registerDemoStep(order int, name string, run func(ctx context.Context, d *d
 }
 
 func init() {
-	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, then serve the series until interrupted.")
+	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
 	noServe := cmd.Flag("no-serve", "Write the files and exit instead of serving /metrics.").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()
