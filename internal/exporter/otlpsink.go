@@ -29,6 +29,9 @@ func (o *otlpSink) series(name string, tags map[string]string) (*family, *series
 }
 
 func (o *otlpSink) AddCounter(name string, tags map[string]string, delta float64) {
+	if delta < 0 {
+		return // a counter never goes down; the receiver rejects these already
+	}
 	if _, s := o.series(name, tags); s != nil {
 		s.addFloat(delta)
 	}

@@ -403,6 +403,13 @@ func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) []byte {
 		s.rlog.warn("unknown_metric", "skipped sample", "source", src, "metric", p.Metric, "err", err)
 		return buf
 	}
+	if f.typ == k6.Counter && p.Value < 0 {
+		// A Prometheus counter never goes down; a negative increment
+		// would read as a counter reset.
+		s.bad.WithLabelValues(src, "bad_value").Inc()
+		s.rlog.warn("bad_value", "skipped negative counter sample", "source", src, "metric", p.Metric, "value", p.Value)
+		return buf
+	}
 	var ser *series
 	ser, buf = s.st.get(f, buf, p.Tags)
 	if ser == nil {

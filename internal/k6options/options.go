@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -327,6 +328,9 @@ func parseDuration(raw json.RawMessage) (time.Duration, error) {
 	if ms < 0 {
 		return 0, fmt.Errorf("%v ms is negative", ms)
 	}
+	if ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+		return 0, fmt.Errorf("%v ms is out of range", ms)
+	}
 	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
@@ -340,6 +344,10 @@ func ParseDuration(s string) (time.Duration, error) {
 	if ms, err := strconv.ParseFloat(s, 64); err == nil {
 		if ms < 0 {
 			return 0, fmt.Errorf("duration %q is negative", s)
+		}
+		// NaN, Inf or beyond ~292 years would wrap to a negative Duration.
+		if !(ms <= float64(math.MaxInt64/int64(time.Millisecond))) {
+			return 0, fmt.Errorf("duration %q is out of range", s)
 		}
 		return time.Duration(ms * float64(time.Millisecond)), nil
 	}
@@ -378,7 +386,7 @@ func ParseStages(spec, executor string) (*Scenario, error) {
 			return nil, fmt.Errorf("--stages: stage %d: zero duration", i+1)
 		}
 		target, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-		if err != nil || target < 0 {
+		if err != nil || !(target >= 0) || math.IsInf(target, 0) {
 			return nil, fmt.Errorf("--stages: stage %d: target %q is not a non-negative number", i+1, t)
 		}
 		sc.Stages = append(sc.Stages, Stage{Duration: dur, Target: target})

@@ -332,6 +332,13 @@ func (rc *Receiver) metric(resKey string, m *metricpb.Metric, newest *uint64) (i
 				}
 				continue
 			}
+			if delta < 0 {
+				// A monotonic sum never goes down: a negative delta or a
+				// negative value after a reset is bad data.
+				n--
+				rc.opts.OnBad("bad_value", perr("bad_value", "negative increment %v of a monotonic sum", delta))
+				continue
+			}
 			rc.sink.AddCounter(name, tags, delta*unitScale)
 		}
 	case *metricpb.Metric_Gauge:
