@@ -204,6 +204,20 @@ func (s *scanner) flatObject() bool {
 }
 
 // skip passes over any JSON value, checking its syntax.
+// afterElem consumes what follows an element of an object or array: a
+// comma (more is true) or the closing byte.
+func (s *scanner) afterElem(closing byte, field string) (more bool, err error) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, errf(field, "line ends early (truncated?)")
+	}
+	if s.b[s.i] == ',' {
+		s.i++
+		return true, nil
+	}
+	return false, s.expect(closing, field)
+}
+
 func (s *scanner) skip(field string, depth int) error {
 	if depth > 64 {
 		return errf(field, "nested too deep")
@@ -236,15 +250,9 @@ func (s *scanner) skip(field string, depth int) error {
 			if err := s.skip(field, depth+1); err != nil {
 				return err
 			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return errf(field, "line ends early (truncated?)")
+			if more, err := s.afterElem('}', field); !more {
+				return err
 			}
-			if s.b[s.i] == ',' {
-				s.i++
-				continue
-			}
-			return s.expect('}', field)
 		}
 	case c == '[':
 		s.i++
@@ -257,15 +265,9 @@ func (s *scanner) skip(field string, depth int) error {
 			if err := s.skip(field, depth+1); err != nil {
 				return err
 			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return errf(field, "line ends early (truncated?)")
+			if more, err := s.afterElem(']', field); !more {
+				return err
 			}
-			if s.b[s.i] == ',' {
-				s.i++
-				continue
-			}
-			return s.expect(']', field)
 		}
 	case c == 't':
 		return s.lit("true", field)

@@ -175,6 +175,17 @@ func (b *testBuilder) vus(ids ...string) {
 	}
 }
 
+// throughputSeries adds request counters for a baseline test at the
+// envelope's mean rate and a regressed one at 80% of the calibrated
+// floor, and returns that regressed rate.
+func (b *testBuilder) throughputSeries() float64 {
+	t := b.c.Throughput
+	low := round2(t.Floor * 0.8)
+	b.add(reqs, tid("baseline"), linear(round2(t.Mean)))
+	b.add(reqs, tid("regressed"), linear(low))
+	return low
+}
+
 // round2 keeps designed rates short in the test file.
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
@@ -183,10 +194,7 @@ func (b *testBuilder) throughputLow() (promtoolGroup, bool, error) {
 	if len(rs) == 0 {
 		return promtoolGroup{}, false, nil
 	}
-	t := b.c.Throughput
-	low := round2(t.Floor * 0.8)
-	b.add(reqs, tid("baseline"), linear(round2(t.Mean)))
-	b.add(reqs, tid("regressed"), linear(low))
+	low := b.throughputSeries()
 	b.vus("baseline", "regressed")
 	e, err := b.expect(rs[0], tid("regressed"), low)
 	return b.group(AlertThroughputLow+" fires below the calibrated floor and stays silent at the envelope mean", AlertThroughputLow, e), true, err
@@ -359,9 +367,7 @@ func (b *testBuilder) saturation() (promtoolGroup, bool, error) {
 		return promtoolGroup{}, false, nil
 	}
 	t := b.c.Throughput
-	low := round2(t.Floor * 0.8)
-	b.add(reqs, tid("baseline"), linear(round2(t.Mean)))
-	b.add(reqs, tid("regressed"), linear(low))
+	low := b.throughputSeries()
 	base, reg := b.errorDesign()
 	b.failedSeries("baseline", round2(t.Mean), base)
 	b.failedSeries("regressed", low, reg)
