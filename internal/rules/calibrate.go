@@ -243,6 +243,10 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		}
 		c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
 	}
+	// The median test comes after p95 and p99: c.Latency[0] stays p95.
+	if b, ok := medianBound(env.Latency.Median, tol.LatencyRise, overallN, c.Z); ok {
+		c.Latency = append(c.Latency, b)
+	}
 
 	// Endpoints, in key order.
 	keys := make([]string, 0, len(env.Endpoints))
@@ -275,6 +279,9 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		}
 		if ep.P99.Max > 0 {
 			b.Latency = append(b.Latency, latencyBound(0.99, ep.P99, tol.LatencyRise, n, c.Z))
+		}
+		if m, ok := medianBound(ep.Median, tol.LatencyRise, n, c.Z); ok && len(b.Latency) > 0 {
+			b.Latency = append(b.Latency, m)
 		}
 		if len(b.Latency) == 0 {
 			return nil, missing(field+".p95.max", "an endpoint needs a p95 or p99 band")

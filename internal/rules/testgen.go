@@ -258,7 +258,8 @@ func slowDesign(bs []LatencyBound, regressed bool) map[string]float64 {
 	for _, lb := range bs {
 		f := lb.Tail / 5
 		if regressed {
-			f = math.Min(lb.Tail*5, 0.5)
+			// For the median test (tail 0.5), halfway from 0.5 to 1.
+			f = math.Min(lb.Tail*5, (1+lb.Tail)/2)
 		}
 		// Where two quantiles share an edge, the larger tail wins.
 		if cur, ok := out[lb.Le]; !ok || f > cur {
