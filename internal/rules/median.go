@@ -13,11 +13,11 @@ import "github.com/envelope-dev/envelope/internal/envelope"
 // information φ(z_q)²/(q(1−q)) per request, in units of the log-latency
 // spread: 0.64 at the median, 0.22 at p95, 0.07 at p99. So the median
 // test needs about a third of the requests the p95 test needs for the
-// same shift, which is what a thin endpoint lacks: at 1.35 req/s a +15%
-// shift of auth_register puts 9% of its requests above the p95
-// threshold, a margin over 5% that takes about 800 requests (10 minutes)
-// to show at the false-alarm budget, while two thirds of them cross the
-// median threshold, a margin over one half that 200 requests show. The
+// same shift, which is what a thin endpoint lacks: at 1.34 req/s a +15%
+// shift of auth_register puts 10% of its requests above the p95
+// threshold, a margin over 5% that needs about 550 requests (7 minutes)
+// for 95% power at the false-alarm budget, while 66% of them cross the
+// median threshold, a margin over one half that 220 requests show. The
 // median band is also the tightest band an envelope has (run-to-run
 // spread is smallest at the centre), so the tolerance above it is the
 // nearest to a typical run. The test keeps the policy: it fires only
