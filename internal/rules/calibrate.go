@@ -31,7 +31,8 @@ import (
 //     σ_d = r_d·√(CV² + 1/(r_d·W)), z_d = 1.645 (such a run is below the
 //     floor in 95% of evaluations). A shorter window sees a drop sooner;
 //     the search stops at the first one that still sees it reliably.
-//   - Latency: "pQ above X" is "more than a tail fraction t = 1 − Q of the
+//   - Latency, for Q = 0.95, 0.99 and the median (median.go explains
+//     why): "pQ above X" is "more than a tail fraction t = 1 − Q of the
 //     requests slower than X", read exactly from the classic bucket at
 //     le = X, where X = band max × (1 + LatencyRise), in seconds rounded
 //     to the microsecond as the exporter's bucket edges are. The alert compares the observed slow fraction with the

@@ -18,9 +18,9 @@ import "github.com/envelope-dev/envelope/internal/envelope"
 // threshold, a margin over 5% that needs about 550 requests (7 minutes)
 // for 95% power at the false-alarm budget, while 66% of them cross the
 // median threshold, a margin over one half that 220 requests show. The
-// median band is also the tightest band an envelope has (run-to-run
-// spread is smallest at the centre), so the tolerance above it is the
-// nearest to a typical run. The test keeps the policy: it fires only
+// median band is also usually the tightest band of an envelope
+// (run-to-run spread is smallest at the centre), so the tolerance above
+// it is the nearest to a typical run. The test keeps the policy: it fires only
 // when more than half of the requests are slower than the top of the
 // median band plus the latency tolerance, beyond the binomial margin.
 const MedianQuantile = 0.5
