@@ -310,9 +310,10 @@ func TestDetectionPower(t *testing.T) {
 
 // BenchmarkDetectionPower is the full measurement: every scenario over
 // the 50 powerSeeds, the floors asserted, the table logged. One
-// iteration takes minutes; run it with -benchtime 1x:
+// iteration takes minutes; run it with -benchtime 1x (-v prints the
+// whole table):
 //
-//	go test ./internal/backtest/ -run '^$' -bench DetectionPower -benchtime 1x
+//	go test ./internal/backtest/ -run '^$' -bench DetectionPower -benchtime 1x -v
 func BenchmarkDetectionPower(b *testing.B) {
 	env, c, files := demoPowerSetup(b)
 	scs := powerScenarios(b, env, c)
