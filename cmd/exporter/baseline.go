@@ -20,6 +20,7 @@ func init() {
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up (point files: --out json or csv).").Duration()
 	groupBy := cmd.Flag("group-by", "Tag whose values get endpoint bands, e.g. name (point files and tagged sub-metrics).").String()
 	opts := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the workload: VUs, executor, scenarios, duration.").ExistingFile()
+	match := cmd.Flag("match", "PromQL label matchers (without braces) selecting the k6 tests this envelope judges, e.g. 'envelope=\"checkout-50vu\"' or 'scenario=\"baseline_mix\", testid=~\"nightly-.*\"'; empty judges every test.").String()
 	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
 	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
 	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
@@ -39,7 +40,10 @@ func init() {
 		if err != nil {
 			return err
 		}
-		o := envelope.Options{Name: *name, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
+		if _, err := envelope.ParseMatch(*match); err != nil {
+			return withCode(2, fmt.Errorf("--match: %w", err))
+		}
+		o := envelope.Options{Name: *name, Match: *match, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {
 			if o.Workload, err = envelope.ReadK6Options(*opts); err != nil {
 				return err

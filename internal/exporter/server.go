@@ -72,6 +72,10 @@ const DefaultSeriesLimit = 50000
 // default labels and no envelope.
 type Config struct {
 	Envelope    *envelope.Envelope // envelope gauges and band bucket edges; nil for none
+	// Envelopes are further envelopes served beside Envelope, each with
+	// its gauges under its own envelope label; every trend's classic
+	// buckets hold the band edges of all of them. Names must differ.
+	Envelopes []*envelope.Envelope
 	AllowTags   []string           // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
 	SeriesLimit int                // 0 = DefaultSeriesLimit; negative = no limit
 	Logger      *slog.Logger       // nil = discard
@@ -139,11 +143,15 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
 		}
 	}
+	envs, err := cfg.envelopes()
+	if err != nil {
+		return nil, err
+	}
 	limit := max(cfg.SeriesLimit, 0)
 	s := &Server{
 		cfg:   cfg,
 		log:   cfg.Logger,
-		st:    newStore(cfg.AllowTags, limit, cfg.Envelope),
+		st:    newStore(cfg.AllowTags, limit, envs),
 		reg:   prometheus.NewRegistry(),
 		k6Reg: prometheus.NewRegistry(),
 		rlog:  newRateLog(cfg.Logger, 10*time.Second),
@@ -174,8 +182,8 @@ func New(cfg Config) (*Server, error) {
 
 	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
 		versioncollector.NewCollector("envelope_exporter"))
-	if cfg.Envelope != nil {
-		ec := newEnvelopeCollector(cfg.Envelope)
+	if len(envs) > 0 {
+		ec := newEnvelopeCollector(envs)
 		s.reg.MustRegister(ec)
 		s.k6Reg.MustRegister(ec)
 	}

@@ -88,7 +88,7 @@ func (s *series) addFloat(d float64) {
 type store struct {
 	allow   []string // extra tags allowed as labels
 	limit   int
-	env     *envelope.Envelope
+	envs    []*envelope.Envelope
 	now     func() time.Time
 	nseries atomic.Int64
 
@@ -98,8 +98,8 @@ type store struct {
 	onOverflow func()
 }
 
-func newStore(allow []string, limit int, env *envelope.Envelope) *store {
-	return &store{allow: allow, limit: limit, env: env, now: time.Now, families: map[string]*family{}}
+func newStore(allow []string, limit int, envs []*envelope.Envelope) *store {
+	return &store{allow: allow, limit: limit, envs: envs, now: time.Now, families: map[string]*family{}}
 }
 
 // errUnknownMetric is returned for a sample of a metric with no Metric
@@ -168,7 +168,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
-		f.bounds = ClassicBuckets(st.env, name, contains)
+		f.bounds = ClassicBucketsAll(st.envs, name, contains)
 		f.boundPtrs = make([]*float64, len(f.bounds))
 		for i := range f.bounds {
 			f.boundPtrs[i] = &f.bounds[i]
