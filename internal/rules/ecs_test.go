@@ -59,7 +59,7 @@ func TestECSGroup(t *testing.T) {
 			}
 			var got []string
 			for _, g := range f.Groups {
-				if !strings.HasPrefix(g.Name, "envelope-ecs") {
+				if !strings.HasSuffix(g.Name, "-ecs.rules") && !strings.HasSuffix(g.Name, "-ecs.alerts") {
 					continue
 				}
 				for _, r := range g.Rules {
