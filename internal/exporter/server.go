@@ -71,14 +71,14 @@ const DefaultSeriesLimit = 50000
 // Config configures a Server. The zero value serves k6 series with the
 // default labels and no envelope.
 type Config struct {
-	Envelope    *envelope.Envelope // envelope gauges and band bucket edges; nil for none
+	Envelope *envelope.Envelope // envelope gauges and band bucket edges; nil for none
 	// Envelopes are further envelopes served beside Envelope, each with
 	// its gauges under its own envelope label; every trend's classic
 	// buckets hold the band edges of all of them. Names must differ.
-	Envelopes []*envelope.Envelope
-	AllowTags   []string           // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
-	SeriesLimit int                // 0 = DefaultSeriesLimit; negative = no limit
-	Logger      *slog.Logger       // nil = discard
+	Envelopes   []*envelope.Envelope
+	AllowTags   []string     // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
+	SeriesLimit int          // 0 = DefaultSeriesLimit; negative = no limit
+	Logger      *slog.Logger // nil = discard
 
 	TelemetryPath          string // default /metrics
 	DisableExporterMetrics bool   // drop go_* and process_* series

@@ -67,7 +67,9 @@ func newTestLabels(env *envelope.Envelope) (*testLabels, error) {
 	return t, nil
 }
 
-func (t *testLabels) matches(l map[string]string, m *labels.Matcher) bool { return m.Matches(l[m.Name]) }
+func (t *testLabels) matches(l map[string]string, m *labels.Matcher) bool {
+	return m.Matches(l[m.Name])
+}
 
 // testid maps a design testid ("baseline", "regressed") to one the match
 // accepts: the design name itself, or an example of the testid matcher
