@@ -89,6 +89,15 @@ func init() {
 		}
 		fmt.Fprint(stdout, headline(env))
 		fmt.Fprintf(stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		secondPath := filepath.Join(d.Dir, "envelopes", second.Name+".yaml")
+		if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
 		return nil
 	})
 }

@@ -51,6 +51,15 @@ func init() {
 			return err
 		}
 		fmt.Fprintf(stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		dir2 := filepath.Join(dir, second.Name)
+		if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
 		return nil
 	})
 }

@@ -104,7 +104,12 @@ func init() {
 		if err != nil {
 			return err
 		}
-		srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger(), ListenAddresses: []string{d.Addr}})
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
+			Logger: logger(), ListenAddresses: []string{d.Addr}})
 		if err != nil {
 			return err
 		}
@@ -114,7 +119,7 @@ func init() {
 		if strings.HasPrefix(host, ":") {
 			host = "localhost" + host
 		}
-		fmt.Fprintf(stdout, "serving the demo envelope on http://%s/metrics (Ctrl-C to stop)\n", host)
+		fmt.Fprintf(stdout, "serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
 		return serve(ctx, srv, serveInputs{results: files})
 	})
 }
