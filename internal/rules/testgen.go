@@ -201,8 +201,7 @@ func (b *testBuilder) group(name, alert string, exp ...expectAlert) promtoolGrou
 	return g
 }
 
-// MarshalTests builds the promtool test file for the rules of f.
-func MarshalTests(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) ([]byte, error) {
+func newTestBuilder(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) (*testBuilder, error) {
 	s, err := newScope(env, o)
 	if err != nil {
 		return nil, err
@@ -214,6 +213,15 @@ func MarshalTests(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options
 	b := &testBuilder{c: c, o: o, f: f, s: s, tl: tl, rule: map[string][]Rule{}}
 	for _, r := range f.Alerts() {
 		b.rule[r.Alert] = append(b.rule[r.Alert], r)
+	}
+	return b, nil
+}
+
+// MarshalTests builds the promtool test file for the rules of f.
+func MarshalTests(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) ([]byte, error) {
+	b, err := newTestBuilder(env, f, c, o)
+	if err != nil {
+		return nil, err
 	}
 	var groups []promtoolGroup
 	for _, gen := range []func() (promtoolGroup, bool, error){
