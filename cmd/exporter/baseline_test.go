@@ -75,3 +75,37 @@ func TestBaselineCommand(t *testing.T) {
 		t.Errorf("--force: exit %d, stderr %q", code, se)
 	}
 }
+
+// --match is written into the envelope and reaches the rules; a bad one
+// is refused before any run is read.
+func TestBaselineMatch(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "envelope.yaml")
+	code, _, se := captureRun(t, append([]string{"baseline", "--name", "checkout-50vu", "--match", `envelope="checkout-50vu", testid=~"nightly-.*"`, "--out", out}, demoRuns(3)...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `match: envelope="checkout-50vu", testid=~"nightly-.*"`) {
+		t.Errorf("envelope lacks the match:\n%s", b)
+	}
+	rulesDir := filepath.Join(dir, "rules")
+	if code, _, se := captureRun(t, "rules", "--envelope", out, "--out", rulesDir, "--format", "prometheus"); code != 0 {
+		t.Fatalf("rules: exit %d: %s", code, se)
+	}
+	rb, err := os.ReadFile(filepath.Join(rulesDir, "envelope.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rb), `k6_http_reqs_total{envelope="checkout-50vu", testid=~"nightly-.*"}`) || !strings.Contains(string(rb), "name: envelope-checkout-50vu-k6-alerts") {
+		t.Errorf("rules do not select with the match or name the envelope")
+	}
+
+	code, _, se = captureRun(t, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
+	if code != 2 || !strings.Contains(se, "--match") {
+		t.Errorf("bad match: exit %d, stderr %q", code, se)
+	}
+}
