@@ -26,6 +26,10 @@ func init() {
 	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
+		// A bad match is refused before any run is read.
+		if _, err := envelope.ParseMatch(*match); err != nil {
+			return withCode(2, fmt.Errorf("--match: %w", err))
+		}
 		// Point streams are summarized with the statistics the envelope
 		// reads (k6's default set lacks p(99)); summaries keep their own.
 		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
@@ -39,9 +43,6 @@ func init() {
 		in, err := envelope.ReadFiles(*files, lopts)
 		if err != nil {
 			return err
-		}
-		if _, err := envelope.ParseMatch(*match); err != nil {
-			return withCode(2, fmt.Errorf("--match: %w", err))
 		}
 		o := envelope.Options{Name: *name, Match: *match, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 func demoRuns(n int) []string {
@@ -76,14 +79,26 @@ func TestBaselineCommand(t *testing.T) {
 	}
 }
 
-// --match is written into the envelope and reaches the rules; a bad one
-// is refused before any run is read.
+// A bad --match is refused before any run is read; an envelope's match
+// reaches every rule `exporter rules` writes.
 func TestBaselineMatch(t *testing.T) {
 	dir := t.TempDir()
+	code, _, se := captureRun(t, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
+	if code != 2 || !strings.Contains(se, "--match") || !strings.Contains(se, "not a list of PromQL label matchers") {
+		t.Errorf("bad match: exit %d, stderr %q", code, se)
+	}
+
+	in, err := envelope.ReadFiles(demoRuns(3), k6.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compute(in, envelope.Options{Name: "checkout-50vu", Match: `envelope="checkout-50vu", testid=~"nightly-.*"`})
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "envelope.yaml")
-	code, _, se := captureRun(t, append([]string{"baseline", "--name", "checkout-50vu", "--match", `envelope="checkout-50vu", testid=~"nightly-.*"`, "--out", out}, demoRuns(3)...)...)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, se)
+	if err := envelope.WriteFile(out, env, envelope.YAML); err != nil {
+		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -102,10 +117,5 @@ func TestBaselineMatch(t *testing.T) {
 	}
 	if !strings.Contains(string(rb), `k6_http_reqs_total{envelope="checkout-50vu", testid=~"nightly-.*"}`) || !strings.Contains(string(rb), "name: envelope-checkout-50vu-k6-alerts") {
 		t.Errorf("rules do not select with the match or name the envelope")
-	}
-
-	code, _, se = captureRun(t, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
-	if code != 2 || !strings.Contains(se, "--match") {
-		t.Errorf("bad match: exit %d, stderr %q", code, se)
 	}
 }
