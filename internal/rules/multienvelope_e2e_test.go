@@ -3,6 +3,7 @@ package rules_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -12,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"context"
 
 	"github.com/envelope-dev/envelope/internal/dashboards"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -61,7 +60,6 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 	// and stay silent.
 	envA, envB, envC := named("checkout-50vu-a"), named("checkout-50vu-b"), named("checkout-100vu-c")
 	dir := t.TempDir()
-	files := map[string][]byte{}
 	var ruleFiles []string
 	var ruleNames []string
 	for _, env := range []*envelope.Envelope{envA, envB, envC} {
@@ -83,14 +81,16 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := env.Name + ".rules.yaml"
-		files[name] = b
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		ruleFiles = append(ruleFiles, p)
-		ruleNames = append(ruleNames, name)
+		ruleNames = append(ruleNames, fmt.Sprintf("%q", p))
 	}
+	// Both rule-evaluating Prometheus load the same paths: a group's
+	// evaluation phase derives from its name and file, so they evaluate
+	// at the same instants and their alerts' times compare exactly.
 	ruleFilesYAML := "rule_files: [" + strings.Join(ruleNames, ", ") + "]\n"
 	// The envelopes' files pass promtool together.
 	if out, err := promtest.Promtool(t, append([]string{"check", "rules", "--lint=all", "--lint-fatal"}, ruleFiles...)...); err != nil {
@@ -147,12 +147,12 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
     static_configs:
       - targets: [%q]
 `, spareAddr),
-		Files: files, Ready: ready,
+		Ready: ready,
 	})
 	receiver := promtest.Start(t, promtest.Options{
 		Config: global + ruleFilesYAML,
-		Files:  files, Ready: ready,
-		Flags: []string{"--web.enable-remote-write-receiver"},
+		Ready:  ready,
+		Flags:  []string{"--web.enable-remote-write-receiver"},
 	})
 	promtest.Start(t, promtest.Options{
 		Agent: true,
@@ -232,6 +232,13 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 		sort.Strings(got)
 		summaries[name] = got
 		t.Logf("%s: alerts %v", name, got)
+
+		// The Phase 3 run's failures reached this Prometheus: the rules
+		// were silent on it because no envelope matches it, not for want
+		// of data.
+		if ss, err := p.Query(`sum(k6_http_req_failed_total{condition="nonzero", testid="phase3-100vu"}) > 0`); err != nil || len(ss) == 0 {
+			t.Errorf("%s: no failed requests of the Phase 3 run stored (%v)", name, err)
+		}
 
 		// Both envelopes record, apart by their envelope label, and only
 		// for the tests they match.
