@@ -54,18 +54,19 @@ type RunValue struct {
 // between-run effect of variance τ², plus the run's own sampling error of
 // variance v (known from its samples, or not).
 //
-// The baseline's sample variance s² of ln values estimates τ² + v̄, v̄ the
-// mean sampling variance of the baseline runs; so τ̂² = max(0, s² − v̄).
-// When no baseline run's sampling variance is known, the candidates' mean
-// stands in for v̄ (same test, similar sample sizes), and when neither is
-// known v̄ = 0 and τ̂² = s². A candidate run then varies by
-// τ̂² + v_run, and never by less than s² (a candidate is at least as
-// uncertain as one baseline run was). The difference of mean logs has
-// variance s²/n_base + Σ var_run / m²; its t reference takes
-// Satterthwaite's degrees of freedom, with the terms built on s² carrying
-// n_base−1 and the known sampling variances carrying no estimation error.
-// With two or more candidate runs their own spread replaces the model
-// when it is larger.
+// The pooled sample variance s² of ln values within the two groups
+// (n_base−1 + n_cand−1 degrees of freedom) estimates τ² + v̄, v̄ the mean
+// of the sampling variances that are known (0 when none is), so
+// τ̂² = max(0, s² − v̄). Each run then varies by τ̂² + v_run, and never
+// by less than s²: a run is at least as
+// uncertain as a typical run was; a run whose sampling error is unknown
+// varies by s². The difference of mean logs has
+// variance Σ var_base/n_base² + Σ var_cand/n_cand²; its t reference takes
+// Satterthwaite's degrees of freedom, with the terms built on s²
+// carrying n_base+n_cand−2 and the known sampling variances carrying no
+// estimation error. So a run with few samples, whose quantile sampling
+// alone moves far, weighs that in, and the between-run spread is the
+// one the runs showed.
 func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 	k, m := len(base), len(cand)
 	if k < 2 {
@@ -77,86 +78,73 @@ func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 	if !(confidence > 0 && confidence < 1) {
 		return RatioCI{}, fmt.Errorf("confidence %v is not in (0,1)", confidence)
 	}
-	logs := func(vs []RunValue, what string) ([]float64, float64, int, error) {
+	var vsum float64
+	known, candKnown := 0, 0
+	logs := func(vs []RunValue, what string) ([]float64, error) {
 		out := make([]float64, len(vs))
-		var vsum float64
-		known := 0
 		for i, v := range vs {
 			if !(v.X > 0) || math.IsInf(v.X, 0) {
-				return nil, 0, 0, fmt.Errorf("%s value %d is %v: log-scale comparison needs positive finite values", what, i+1, v.X)
+				return nil, fmt.Errorf("%s value %d is %v: log-scale comparison needs positive finite values", what, i+1, v.X)
 			}
 			out[i] = math.Log(v.X)
-			if v.LogVar >= 0 && !math.IsInf(v.LogVar, 0) {
+			if knownVar(v.LogVar) {
 				vsum += v.LogVar
 				known++
 			}
 		}
-		if known == 0 {
-			return out, math.NaN(), 0, nil
-		}
-		return out, vsum / float64(known), known, nil
+		return out, nil
 	}
-	lb, vb, _, err := logs(base, "baseline")
+	lb, err := logs(base, "baseline")
 	if err != nil {
 		return RatioCI{}, err
 	}
-	lc, vc, _, err := logs(cand, "candidate")
+	baseKnown := known
+	lc, err := logs(cand, "candidate")
 	if err != nil {
 		return RatioCI{}, err
 	}
+	candKnown = known - baseKnown
 	mb, sb2 := meanVar(lb)
 	mc, sc2 := meanVar(lc)
-	vBar := vb
-	if math.IsNaN(vBar) {
-		vBar = vc
+	dfS := float64(k - 1 + m - 1)
+	s2 := (float64(k-1)*sb2 + float64(m-1)*sc2) / dfS
+	vBar := 0.0
+	if known > 0 {
+		vBar = vsum / float64(known)
 	}
-	if math.IsNaN(vBar) {
-		vBar = 0
-	}
-	tau2 := math.Max(0, sb2-vBar)
+	tau2 := math.Max(0, s2-vBar)
 
-	// Candidate term: Σ var_run / m², split into the part resting on s²
-	// (estimated, n_base−1 df) and the known sampling part.
-	var est, known float64
-	for _, c := range cand {
-		v := c.LogVar
-		if !(v >= 0) || math.IsInf(v, 0) {
-			v = vBar // unknown: like a typical run
+	// Each group's term Σ var_run / n², split into the part resting on s²
+	// (estimated) and the known sampling part.
+	var est, exact float64
+	term := func(vs []RunValue) {
+		n2 := float64(len(vs) * len(vs))
+		for _, r := range vs {
+			if v := r.LogVar; knownVar(v) && tau2+v >= s2 {
+				est += tau2 / n2
+				exact += v / n2
+			} else {
+				// Unknown sampling error, or less than a typical run's
+				// total: the run varies like a typical run, s².
+				est += s2 / n2
+			}
 		}
-		if tau2+v >= sb2 {
-			est += tau2
-			known += v
-		} else {
-			est += sb2 // floor: one baseline run's variance
-		}
 	}
-	mm := float64(m * m)
-	est, known = est/mm, known/mm
-	a := sb2 / float64(k) // baseline mean
-	se2 := a + est + known
-	dfB := float64(k - 1)
-	var df float64
-	if a+est > 0 {
-		df = se2 * se2 * dfB / ((a + est) * (a + est))
-	} else {
-		df = math.Inf(1)
-	}
-	method := "run-level log (between-run spread from per-run values"
-	if !math.IsNaN(vc) {
-		method += ", candidate sampling error from its samples"
-	}
-	method += ")"
-	if m >= 2 && sc2/float64(m) > est+known {
-		// The candidates' own spread is larger than the model says:
-		// Welch on it, with its m−1 degrees of freedom.
-		c := sc2 / float64(m)
-		se2 = a + c
-		df = se2 * se2 / (a*a/dfB + c*c/float64(m-1))
-		method = "run-level log (candidates' own spread, larger than the model's)"
+	term(base)
+	term(cand)
+	se2 := est + exact
+	df := math.Inf(1)
+	if est > 0 {
+		df = se2 * se2 * dfS / (est * est)
 	}
 	if df > 1e6 {
 		df = 1e6
 	}
+	method := "run-level log (between-run spread from per-run values"
+	if candKnown > 0 {
+		method += ", candidate sampling error from its samples"
+	}
+	method += ")"
 	se := math.Sqrt(se2)
 	diff := mc - mb
 	tq := TQuantile(1-(1-confidence)/2, df)
@@ -173,6 +161,8 @@ func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 	r.MDC = math.Expm1((tq + TQuantile(0.8, df)) * se)
 	return r, nil
 }
+
+func knownVar(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
 // meanVar is the mean and the sample variance (n−1; 0 for one value).
 func meanVar(xs []float64) (mean, variance float64) {

@@ -79,11 +79,12 @@ func TestRunLevelLog(t *testing.T) {
 		// and the candidate term 0.01 is known exactly.
 		{"candidate noisier", base, []RunValue{{1.3, 0.01}}, math.Sqrt(0.0025/3 + 0.01),
 			math.Pow(0.0025/3+0.01, 2) * 2 / math.Pow(0.0025/3, 2), 1.3, "sampling error"},
-		// Baseline sampling variance 0.0016 known: τ̂² = 0.0009; a
-		// candidate with v = 0.0036 varies by 0.0045 (> s²), of which
-		// 0.0009 is estimated.
+		// Sampling variances known everywhere: v̄ = (3·0.0016 + 0.0036)/4
+		// = 0.0021, τ̂² = 0.0004. A baseline run (0.0004 + 0.0016 < s²)
+		// varies like a typical run, s²; the candidate by 0.0004 + 0.0036,
+		// of which 0.0004 is estimated.
 		{"both known", []RunValue{{e(-0.05), 0.0016}, {1, 0.0016}, {e(0.05), 0.0016}}, []RunValue{{1.3, 0.0036}},
-			math.Sqrt(0.0025/3 + 0.0045), math.Pow(0.0025/3+0.0045, 2) * 2 / math.Pow(0.0025/3+0.0009, 2), 1.3, "sampling error"},
+			math.Sqrt(0.0025/3 + 0.004), math.Pow(0.0025/3+0.004, 2) * 2 / math.Pow(0.0025/3+0.0004, 2), 1.3, "sampling error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := RunLevelLog(tc.base, tc.cand, 0.95)
@@ -110,16 +111,30 @@ func TestRunLevelLog(t *testing.T) {
 	}
 }
 
-// Two candidate runs far apart: their own spread is larger than the
-// model's, so Welch on it takes over.
-func TestRunLevelLogCandidateSpread(t *testing.T) {
+// Two candidate runs: the between-run variance is pooled over both
+// groups (df = 5 + 2 − 2), as a pooled t on logs does.
+func TestRunLevelLogPooled(t *testing.T) {
 	nan := math.NaN()
-	base := []RunValue{{100, nan}, {101, nan}, {99, nan}, {100.5, nan}, {99.5, nan}}
-	r, err := RunLevelLog(base, []RunValue{{100, nan}, {160, nan}}, 0.95)
+	bx := []float64{100, 101, 99, 100.5, 99.5}
+	cx := []float64{110, 118}
+	var base, cand []RunValue
+	var lb, lc []float64
+	for _, x := range bx {
+		base = append(base, RunValue{x, nan})
+		lb = append(lb, math.Log(x))
+	}
+	for _, x := range cx {
+		cand = append(cand, RunValue{x, nan})
+		lc = append(lc, math.Log(x))
+	}
+	r, err := RunLevelLog(base, cand, 0.95)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.Method, "own spread") || r.DF > 2 {
-		t.Errorf("method %q df %v: want the candidates' own spread with about 1 df", r.Method, r.DF)
+	_, vb := meanVar(lb)
+	_, vc := meanVar(lc)
+	s2 := (4*vb + vc) / 5
+	if se := math.Sqrt(s2 * (1.0/5 + 1.0/2)); math.Abs(r.SE-se) > 1e-12 || math.Abs(r.DF-5) > 1e-9 {
+		t.Errorf("se %v df %v, want %v 5", r.SE, r.DF, se)
 	}
 }
