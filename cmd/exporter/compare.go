@@ -60,7 +60,8 @@ func init() {
 			}
 			opts.Tolerance.Confidence = *confidence
 		}
-		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats})
+		// Points give each candidate run its own sampling error.
+		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats, KeepPoints: true})
 		if err != nil {
 			return withCode(2, err)
 		}

@@ -148,12 +148,11 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	}
 
 	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res}
-	c.ratioFigure("throughput", "", "req/s", "higher", tol.ThroughputDrop,
-		func(r envelope.RunFigures) float64 { return r.RPS }, candRPS)
-	c.ratioFigure("p95", "", "ms", "lower", tol.LatencyRise,
-		func(r envelope.RunFigures) float64 { return r.P95 }, candStat(nil, "p(95)"))
-	c.ratioFigure("p99", "", "ms", "lower", tol.LatencyRise,
-		func(r envelope.RunFigures) float64 { return r.P99 }, candStat(nil, "p(99)"))
+	c.loadSamples()
+	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
+	c.throughputFigure()
+	c.quantileFigure("p95", "p(95)")
+	c.quantileFigure("p99", "p(99)")
 	c.errorFigure()
 	names := make([]string, 0, len(env.Endpoints))
 	for n := range env.Endpoints {
@@ -218,6 +217,9 @@ type comparer struct {
 	method string
 	seed   uint64
 	res    *Result
+	// samples are each candidate's latency samples, for its own
+	// sampling error (runs from point files only).
+	samples []runSamples
 }
 
 // candRPS is a run's http_reqs rate, or count over duration.
@@ -340,7 +342,11 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope has no %s band over 2 or more runs for this endpoint", stat)
 	case len(missing) > 0:
 		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
+	case len(c.endpointRunValues(name, stat)) >= 2:
+		// Each baseline run's own value: the real run-to-run spread.
+		c.runLevel(&f, c.endpointRunValues(name, stat), c.candValues(cv, name, stat))
 	default:
+		f.Note = "the envelope keeps only this endpoint's band: run-to-run spread estimated from its range"
 		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
 		bm := stats.LogMoments{N: band.N, Mean: (lmin + lmax) / 2, SD: (lmax - lmin) / rangeD2(band.N)}
 		cm, err := stats.LogMomentsOf(cv)

@@ -165,7 +165,8 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	}
 
 	// Endpoint bands: custom trends, tagged sub-metrics, --group-by values.
-	for _, key := range endpointKeys(in, opts.GroupBy) {
+	keys := endpointKeys(in, opts.GroupBy)
+	for _, key := range keys {
 		ep := key.ep
 		bands, miss := latencyBands(in, key.get)
 		ep.Avg, ep.Median, ep.P95, ep.P99, ep.Max = bands.Avg, bands.Median, bands.P95, bands.P99, bands.Max
@@ -175,6 +176,9 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		}
 	}
 	env.Endpoints = withShares(env.Endpoints, in, opts.GroupBy)
+	// Every run's own value of every endpoint statistic, so comparisons
+	// measure the run-to-run spread instead of guessing it from a band.
+	fillRunValues(env, in, keys, conf)
 
 	// Bands resting on one run (but more were given) are flagged.
 	if n > 1 {

@@ -82,6 +82,14 @@ type RunFigures struct {
 	P99             float64 `json:"p99" yaml:"p99"`
 	Max             float64 `json:"max" yaml:"max"`
 	MaxOutlier      bool    `json:"max_outlier" yaml:"max_outlier"` // max above the p99 band
+	// P95CI and P99CI are the order-statistic intervals of this run's
+	// http_req_duration p95 and p99 at tolerance.confidence: how far
+	// sampling alone moves them. Only point files give them.
+	P95CI *Interval `json:"p95_ci,omitempty" yaml:"p95_ci,omitempty"`
+	P99CI *Interval `json:"p99_ci,omitempty" yaml:"p99_ci,omitempty"`
+	// Endpoints holds this run's value of each endpoint statistic, keyed
+	// as the envelope's endpoints; absent for endpoints the run lacks.
+	Endpoints map[string]RunEndpoint `json:"endpoints,omitempty" yaml:"endpoints,omitempty"`
 }
 
 // Spread summarizes one value per run: mean, min, max, sample standard
