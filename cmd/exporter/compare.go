@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -32,11 +33,14 @@ func init() {
 	eff := cmd.Flag("efficiency", "Efficiency X(N)/(λN) below which throughput no longer scales linearly.").Default("0.8").Float64()
 	chartDir := cmd.Flag("chart-dir", "Folder for the scaling chart (light/ and dark/ PNGs); empty for none.").Default("charts").String()
 	format := cmd.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	var skipSet bool
+	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		// kingpin keeps values between parses (tests parse many times):
 		// leave the flags as a fresh parse would find them.
 		defer func() {
+			*skip, skipSet = 0, false
 			*envPath, *tolerance, *confidence, *method, *allow = "", "", 0, "welch", false
 			*scaling, *levels, *unit, *eff, *chartDir, *format, *files = false, "", "VUs", 0.8, "charts", "text", nil
 		}()
@@ -60,7 +64,10 @@ func init() {
 			}
 			opts.Tolerance.Confidence = *confidence
 		}
-		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats})
+		if opts.SkipWarmup, err = candidateWarmup(env, *skip, skipSet); err != nil {
+			return withCode(2, err)
+		}
+		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats, SkipWarmup: opts.SkipWarmup})
 		if err != nil {
 			return withCode(2, err)
 		}
@@ -71,6 +78,7 @@ func init() {
 		if *format == "json" {
 			err = res.WriteJSON(stdout)
 		} else {
+			fmt.Fprintln(stdout, windowLine(opts.SkipWarmup, skipSet))
 			err = res.WriteText(stdout)
 		}
 		if err != nil {
@@ -106,6 +114,40 @@ func init() {
 		}
 		return nil
 	})
+}
+
+// candidateWarmup is the warm-up to drop from candidate runs: the flag
+// when given, else the one the envelope recorded, so candidates are
+// measured over the same window as the baseline runs.
+func candidateWarmup(env *envelope.Envelope, flag time.Duration, set bool) (time.Duration, error) {
+	if set {
+		if flag < 0 {
+			return 0, fmt.Errorf("--skip-warmup %s: want a non-negative duration", flag)
+		}
+		return flag, nil
+	}
+	if env.Provenance.SkipWarmup == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(env.Provenance.SkipWarmup)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("envelope provenance.skip_warmup %q: not a duration", env.Provenance.SkipWarmup)
+	}
+	return d, nil
+}
+
+// windowLine says over which part of each candidate run the figures were
+// measured.
+func windowLine(skip time.Duration, set bool) string {
+	switch {
+	case skip > 0 && set:
+		return fmt.Sprintf("Window: first %s of each candidate skipped as warm-up (--skip-warmup).", skip)
+	case skip > 0:
+		return fmt.Sprintf("Window: first %s of each candidate skipped as warm-up, as in the envelope (--skip-warmup overrides).", skip)
+	case set:
+		return "Window: the whole run of each candidate (--skip-warmup 0)."
+	}
+	return "Window: the whole run of each candidate, as in the envelope."
 }
 
 func loadRuns(files []string, opts k6.LoadOptions) ([]*k6.Run, error) {

@@ -45,6 +45,9 @@ type Options struct {
 	AllowWorkloadChange bool
 	// Seed makes the bootstrap reproducible.
 	Seed uint64
+	// SkipWarmup is the warm-up the loader cut from the candidates' point
+	// streams; the workload check adds it back to compare whole runs.
+	SkipWarmup time.Duration
 }
 
 // Figure is one compared figure. Percentages are relative changes
@@ -135,7 +138,7 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	for _, r := range runs {
 		res.Candidates = append(res.Candidates, r.Source)
 	}
-	diffs, vus := workloadDiffs(env, runs)
+	diffs, vus := workloadDiffs(env, runs, opts.SkipWarmup)
 	res.VUs = vus
 	if len(diffs) > 0 {
 		if !opts.AllowWorkloadChange {
@@ -521,7 +524,7 @@ func runVUs(r *k6.Run) int {
 
 // workloadDiffs names how the candidates' workload differs from the
 // envelope's (VUs, duration), and the candidates' common VU count.
-func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
+func workloadDiffs(env *envelope.Envelope, runs []*k6.Run, skipped time.Duration) ([]string, int) {
 	var diffs []string
 	w := env.Provenance.Workload
 	vus := -1
@@ -536,9 +539,14 @@ func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
 			diffs = append(diffs, fmt.Sprintf("%s ran %d VUs, the baseline %d", r.Source, v, w.VUs))
 		}
 		if w.Duration != "" && r.Duration > 0 {
+			// The envelope's duration is a whole run, warm-up included.
+			whole := r.Duration
+			if r.Mode != k6.ModeSummary {
+				whole += skipped
+			}
 			if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 {
-				if ratio := r.Duration.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
-					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, r.Duration.Round(time.Second), d))
+				if ratio := whole.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
+					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, whole.Round(time.Second), d))
 				}
 			}
 		}
