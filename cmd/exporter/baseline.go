@@ -25,6 +25,12 @@ func init() {
 	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
+		// kingpin keeps values between parses (tests parse many times):
+		// leave the flags as a fresh parse would find them.
+		defer func() {
+			*name, *skip, *groupBy, *opts, *force = "baseline", 0, "", "", false
+			*out, *format, *files = "envelope.yaml", "yaml", nil
+		}()
 		// Point streams are summarized with the statistics the envelope
 		// reads (k6's default set lacks p(99)); summaries keep their own.
 		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
