@@ -371,7 +371,13 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 		return nil, err
 	}
 	r.Ranking = append([]*EndpointStats(nil), r.Endpoints...)
-	sort.SliceStable(r.Ranking, func(i, j int) bool { return r.Ranking[i].P95 < r.Ranking[j].P95 })
+	sort.SliceStable(r.Ranking, func(i, j int) bool {
+		a, b := r.Ranking[i], r.Ranking[j]
+		if a.allFailed() != b.allFailed() {
+			return b.allFailed()
+		}
+		return a.P95 < b.P95
+	})
 	r.findings()
 	return r, nil
 }
@@ -528,6 +534,14 @@ func (r *StageReport) costs(cfg StageConfig, batchMetric string) error {
 	return nil
 }
 
+// allFailed reports whether every request of the endpoint failed: it
+// answers fast only because it fails, so it ranks after every endpoint
+// that served requests.
+func (e *EndpointStats) allFailed() bool { return e.Requests > 0 && e.Failed >= e.Requests }
+
+// RankingRule states the order of the ranking and the p95 finding.
+const RankingRule = "Endpoints are ranked by the p95 of all their requests, fastest first; an endpoint whose every request failed ranks last, since it answers fast only by failing. The fastest-p95 finding follows the same rule."
+
 // findings names the best endpoint for p95, cost and error rate; values
 // equal as displayed are named as a tie.
 func (r *StageReport) findings() {
@@ -562,7 +576,7 @@ func (r *StageReport) findings() {
 	}
 	// An endpoint whose every request failed answers fast because it fails
 	// (a 404 in microseconds): it is no candidate for the fastest p95.
-	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, e.Requests > e.Failed }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
+	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, !e.allFailed() }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
 	say("Fastest p95 endpoint", "Fastest p95", "", v, n)
 	if r.Baseline != "" {
 		v, n = best(func(e *EndpointStats) (float64, bool) {

@@ -293,6 +293,7 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	}
 
 	b.WriteString("\n## Endpoint Ranking\n\n")
+	b.WriteString(RankingRule + "\n\n")
 	if r.Baseline != "" {
 		fmt.Fprintf(&b, "| Rank | Endpoint | p95 (ms) | Error rate | Cost (%% of %s) | Effective batch | Requests |\n| ---: | :-- | ---: | ---: | ---: | ---: | ---: |\n", r.Baseline)
 	} else {
