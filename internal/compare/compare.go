@@ -378,7 +378,13 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.CILowPct = 100 * (r.Low - 1)
 	f.CIHighPct = 100 * (r.High - 1)
 	f.MDCPct = 100 * r.MDC
-	f.Method = r.Method + strings.TrimPrefix(f.Method, "welch-log")
+	// The interval's own method, plus how the baseline was modelled when
+	// the figure says so ("welch-log, baseline spread from …").
+	detail := ""
+	if rest, ok := strings.CutPrefix(f.Method, "welch-log"); ok {
+		detail = rest
+	}
+	f.Method = r.Method + detail
 	if better == "lower" {
 		f.P = r.PAbove(tol)
 		switch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // WriteEnvelopeReport writes the envelope's Markdown report to mdPath and
@@ -217,7 +218,14 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 	if t.N >= 2 {
 		ci = envFig(t.CILow) + "–" + envFig(t.CIHigh) + " req/s"
 	}
-	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, envMDC(t))
+	mdcCell := envMDC(t)
+	if m, ok := CompareMDC(env, t.N); ok {
+		mdcCell = envPct(m, 1)
+	}
+	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, mdcCell)
+	if sent := compareMDCSentence(env); sent != "" {
+		p("The minimum detectable change in the table is for a later set of as many runs as this baseline (%d). %s\n\n", t.N, sent)
+	}
 	p("req/s (RPS) is k6's `http_reqs` per second: the aggregate HTTP request rate across all endpoints the workload invokes. It is not VU arrivals per second and not scenario iterations per second (reported separately below).\n\n")
 	switch {
 	case t.N < 2:
@@ -387,7 +395,11 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		}
 		p("\n")
 	}
-	p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes): a later run's mean throughput must move by more than %s to be told apart from this baseline.\n", envMDC(t))
+	if mdc := compareMDCList(env); mdc != "" {
+		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes): with `exporter compare`, a later mean throughput must move by more than %s to be told apart from this baseline.\n", mdc)
+	} else {
+		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes); with fewer than 2 baseline runs, no minimum detectable change can be given.\n")
+	}
 	return b.Bytes()
 }
 
@@ -426,6 +438,67 @@ func envRange(lo, hi float64, d int) string {
 
 // envPct formats a ratio as a percentage with d decimals.
 func envPct(r float64, d int) string { return strconv.FormatFloat(100*r, 'f', d, 64) + "%" }
+
+// compareCandidateRuns are the candidate counts the report gives the
+// minimum detectable change for.
+var compareCandidateRuns = []int{1, 3, 5}
+
+// CompareMDC is the minimum detectable change of mean throughput (ratio)
+// that `compare` reports with its default method, Welch on log values,
+// for k candidate runs whose spread equals the baseline runs': the same
+// formula (t quantiles, 80% power, the envelope's confidence) on the same
+// per-run rates. ok is false with fewer than 2 baseline runs.
+func CompareMDC(env *envelope.Envelope, k int) (float64, bool) {
+	var rps []float64
+	for _, r := range env.Runs {
+		if r.RPS > 0 {
+			rps = append(rps, r.RPS)
+		}
+	}
+	base, err := stats.LogMomentsOf(rps)
+	if err != nil || base.N < 2 {
+		return 0, false
+	}
+	conf := env.Tolerance.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = 0.95
+	}
+	r, err := stats.WelchLog(base, stats.LogMoments{N: k, Mean: base.Mean, SD: base.SD}, conf)
+	if err != nil || math.IsNaN(r.MDC) {
+		return 0, false
+	}
+	return r.MDC, true
+}
+
+// compareMDCList is "1.0% with 1 run, 0.8% with 3 runs or 0.7% with 5
+// runs", or "" when it cannot be computed.
+func compareMDCList(env *envelope.Envelope) string {
+	var parts []string
+	for _, k := range compareCandidateRuns {
+		m, ok := CompareMDC(env, k)
+		if !ok {
+			return ""
+		}
+		word := "runs"
+		if k == 1 {
+			word = "run"
+		}
+		parts = append(parts, fmt.Sprintf("%s with %d %s", envPct(m, 1), k, word))
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+func compareMDCSentence(env *envelope.Envelope) string {
+	l := compareMDCList(env)
+	if l == "" {
+		return ""
+	}
+	conf := env.Tolerance.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = 0.95
+	}
+	return fmt.Sprintf("`exporter compare` (Welch on log values, %s confidence, 80%% power, the later runs' spread taken as the baseline's) detects a change of mean throughput of %s.", envPct(conf, 0), l)
+}
 
 func envMDC(s envelope.Spread) string {
 	if s.N < 2 || s.MDC == 0 {
