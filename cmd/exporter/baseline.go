@@ -23,6 +23,9 @@ func init() {
 	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
 	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
 	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
+	labels := cmd.Flag("endpoint-label", "NAME=LABEL: the display name reports and dashboards show for an endpoint, e.g. auth_login='Auth login (Cognito)'; repeatable.").Strings()
+	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
+	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		// kingpin keeps values between parses (tests parse many times):
@@ -30,7 +33,34 @@ func init() {
 		defer func() {
 			*name, *skip, *groupBy, *opts, *force = "baseline", 0, "", "", false
 			*out, *format, *files = "envelope.yaml", "yaml", nil
+			*labels, *topo, *params = nil, nil, ""
 		}()
+		bp := &envelope.BaselineParams{Labels: map[string]string{}}
+		if *params != "" {
+			var err error
+			if bp, err = envelope.LoadBaselineParams(*params); err != nil {
+				return withCode(2, err)
+			}
+		}
+		for _, kv := range *labels {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return withCode(2, fmt.Errorf("--endpoint-label %q: want NAME=LABEL", kv))
+			}
+			bp.Labels[k] = v
+		}
+		for _, kv := range *topo {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || v == "" {
+				return withCode(2, fmt.Errorf("--topology %q: want KEY=VALUE", kv))
+			}
+			if bp.Topology == nil {
+				bp.Topology = &envelope.Topology{}
+			}
+			if err := bp.Topology.Set(k, v, "--topology"); err != nil {
+				return withCode(2, err)
+			}
+		}
 		// Point streams are summarized with the statistics the envelope
 		// reads (k6's default set lacks p(99)); summaries keep their own.
 		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
@@ -55,6 +85,10 @@ func init() {
 		if err != nil {
 			return err
 		}
+		if err := env.SetLabels(bp.Labels); err != nil {
+			return withCode(2, err)
+		}
+		env.Topology = bp.Topology
 		log := logger()
 		for _, w := range env.Warnings {
 			log.Warn(w)

@@ -135,7 +135,7 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 				c         chart.Chart
 			}{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
 				Title: "Per-endpoint latency: median, p95, p99, max (whiskers: band across runs)", YLabel: "ms (log scale)",
-				Categories: names, LogY: true, Ranges: rs}})
+				Categories: envDisplayNames(env, names), LogY: true, Ranges: rs}})
 		}
 	}
 	pics := map[string]string{}
@@ -306,9 +306,12 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		p("## Endpoint bands (custom metrics, across %s)\n\n", runs)
 		for _, name := range names {
 			ep := env.Endpoints[name]
-			p("### %s\n\n", name)
-			if ep.Metric == "" {
+			p("### %s\n\n", ep.DisplayName(name))
+			switch {
+			case ep.Metric == "":
 				p("`http_req_duration` where `%s` is `%s`.\n\n", ep.Tag, ep.Value)
+			case ep.Label != "":
+				p("Custom metric `%s`.\n\n", ep.Metric)
 			}
 			envBandLine(&b, "Avg", ep.Avg, true, "mean")
 			envBandLine(&b, "Median", ep.Median, false, "")
@@ -328,9 +331,9 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 			ep := env.Endpoints[name]
 			switch {
 			case ep.P95.N > 0 && l.P95.N > 0 && ep.P95.Min > l.P95.Max:
-				above = append(above, name)
+				above = append(above, ep.DisplayName(name))
 			case ep.P95.N > 0:
-				below = append(below, name)
+				below = append(below, ep.DisplayName(name))
 			}
 		}
 		if len(above) > 0 {
@@ -347,7 +350,7 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 
 	p("## Steady-state operating point\n\n")
 	p("%s, the system sustains about %s req/s mean HTTP throughput with %s req/s observed across %s",
-		envOperatingPrefix(w), envFixed(t.Mean, 1), envRange(t.Min, t.Max, -1), runs)
+		envOperatingPrefix(w)+envTopologyPhrase(env), envFixed(t.Mean, 1), envRange(t.Min, t.Max, -1), runs)
 	if it := env.Iterations; it.N > 0 {
 		p(", and %s iter/s mean iteration rate (%s iter/s band)", envFig(it.Mean), envRange(it.Min, it.Max, -1))
 	}
@@ -640,6 +643,40 @@ func envWorkloadPhrase(w envelope.Workload) string {
 		return ""
 	}
 	return " at " + strings.Join(parts, ", ")
+}
+
+// envTopologyPhrase is ", 1 ECS task per service, 256 CPU / 512 MiB, …"
+// from the topology the baseline recorded, else from the ECS operating
+// point's task size; "" when neither tells.
+func envTopologyPhrase(env *envelope.Envelope) string {
+	if ph := env.Topology.Phrase(); ph != "" {
+		return ", " + ph
+	}
+	if e := env.ECS; e != nil && (e.Tasks > 0 || e.TaskCPUUnits > 0) {
+		t := &envelope.Topology{TaskCPUUnits: e.TaskCPUUnits, TaskMemoryMiB: e.TaskMemoryMiB}
+		ph := t.Phrase()
+		if e.Tasks > 0 {
+			word := "tasks"
+			if e.Tasks == 1 {
+				word = "task"
+			}
+			ph = strings.TrimPrefix(fmt.Sprintf("%d ECS %s, %s", e.Tasks, word, ph), ", ")
+			ph = strings.TrimSuffix(ph, ", ")
+		}
+		if ph != "" {
+			return ", " + ph
+		}
+	}
+	return ""
+}
+
+// envDisplayNames maps endpoint keys to their labels.
+func envDisplayNames(env *envelope.Envelope, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = env.Endpoints[n].DisplayName(n)
+	}
+	return out
 }
 
 func envOperatingPrefix(w envelope.Workload) string {
