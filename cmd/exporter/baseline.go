@@ -22,7 +22,7 @@ func init() {
 	opts := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the workload: VUs, executor, scenarios, duration.").ExistingFile()
 	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
 	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
-	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
+	format := cmd.Flag("format", choices("Envelope encoding.", "yaml", "json")).Default("yaml").Enum("yaml", "json")
 	labels := cmd.Flag("endpoint-label", "NAME=LABEL: the display name reports and dashboards show for an endpoint, e.g. auth_login='Auth login (Cognito)'; repeatable.").Strings()
 	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
 	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
@@ -74,6 +74,9 @@ func init() {
 		in, err := envelope.ReadFiles(*files, lopts)
 		if err != nil {
 			return err
+		}
+		for _, w := range duplicateRuns(in) {
+			logger().Warn(w)
 		}
 		o := envelope.Options{Name: *name, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {
@@ -155,4 +158,22 @@ func headline(env *envelope.Envelope) string {
 	}
 	fmt.Fprintf(&b, "errors: %d of %d requests failed; saturation: %s\n", env.Errors.Failed, env.Errors.Total, env.Saturation.Verdict)
 	return b.String()
+}
+
+// duplicateRuns names input files with the same bytes: one run counted
+// twice narrows the spread and the bands.
+func duplicateRuns(in []envelope.Input) []string {
+	var out []string
+	first := map[string]string{}
+	for _, i := range in {
+		if i.Source.SHA256 == "" || i.Source.File == "-" {
+			continue
+		}
+		if f, ok := first[i.Source.SHA256]; ok {
+			out = append(out, fmt.Sprintf("%s has the same content as %s (sha256 %.12s…): the same run counted twice narrows the spread and the bands", i.Source.File, f, i.Source.SHA256))
+			continue
+		}
+		first[i.Source.SHA256] = i.Source.File
+	}
+	return out
 }

@@ -29,7 +29,7 @@ func init() {
 	start := cmd.Flag("start", "Test start (RFC 3339 or Unix seconds); default: the earliest sample.").String()
 	params := cmd.Flag("params", "YAML with title, region, mode, profile, settings, stack and notes for the configuration tables.").ExistingFile()
 	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it). Default report.md; for --format json, stdout. - for stdout.").String()
-	format := cmd.Flag("format", "Stage report format.").Default("markdown").Enum("markdown", "json")
+	format := cmd.Flag("format", choices("Stage report format.", "markdown", "json")).Default("markdown").Enum("markdown", "json")
 	file := cmd.Arg("FILE", "k6 point file of one run (--out json NDJSON, optionally .gz, or --out csv).").String()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		// kingpin keeps values between parses (tests parse many times):
