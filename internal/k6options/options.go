@@ -441,7 +441,7 @@ func scenarioOrder(raw json.RawMessage) []string {
 
 // Staged is the set of scenarios whose stages window a stage report.
 type Staged struct {
-	// Scenarios in the file's order.
+	// Scenarios by start time, then in the file's order.
 	Scenarios []*Scenario
 	// Shared is true when every scenario has the same windows (say one
 	// scenario per endpoint, all with the same ramp, run in parallel):
@@ -502,6 +502,9 @@ func (o *Options) Stages(name string) (*Staged, error) {
 	if len(st.Scenarios) == 0 {
 		return nil, fmt.Errorf("%s: no scenario has a schedule of stage windows (scenarios: %s)", o.Source, strings.Join(order, ", "))
 	}
+	// Sequential scenarios run in start order; parallel ones keep the
+	// file's order.
+	sort.SliceStable(st.Scenarios, func(i, j int) bool { return st.Scenarios[i].StartTime < st.Scenarios[j].StartTime })
 	st.Filtered = len(st.Scenarios) < len(o.Scenarios)
 	st.Shared = true
 	ref := st.Scenarios[0].Windows()

@@ -484,7 +484,20 @@ func TestPerEndpointSequentialScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := &Params{Endpoints: []string{"steady", "adaptive", "target-aware", "standard"}}
+	// Without a configured order, the endpoints follow their scenarios'
+	// start times.
+	plain, err := BuildStageReport(run.Points, StageConfig{Scenario: st.Scenarios[0], Staged: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range plain.Endpoints {
+		order = append(order, e.Name)
+	}
+	if strings.Join(order, ",") != "steady,adaptive,target-aware,standard" {
+		t.Errorf("endpoint order %v, want the scenarios' start order", order)
+	}
+	params := &Params{Endpoints: []string{"standard", "steady", "adaptive", "target-aware"}}
 	r, err := BuildStageReport(run.Points, StageConfig{Scenario: st.Scenarios[0], Staged: st, Params: params, EndpointOrder: params.Endpoints})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +514,7 @@ func TestPerEndpointSequentialScenarios(t *testing.T) {
 	for _, e := range r.Endpoints {
 		got = append(got, e.Name)
 	}
-	if strings.Join(got, ",") != "steady,adaptive,target-aware,standard" {
+	if strings.Join(got, ",") != "standard,steady,adaptive,target-aware" {
 		t.Errorf("endpoint order %v, want the configured one", got)
 	}
 	// standard ramps from 540 s: its first stage window says so.
@@ -514,7 +527,7 @@ func TestPerEndpointSequentialScenarios(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"each sample is windowed by the stages of its own scenario", "| standard | 1 | 540-600s |", "Endpoints: steady, adaptive, target-aware, standard"} {
+	for _, want := range []string{"each sample is windowed by the stages of its own scenario", "| standard | 1 | 540-600s |", "Endpoints: standard, steady, adaptive, target-aware"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q", want)
 		}
