@@ -61,6 +61,7 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 		{"window stated", []string{sixMinA}, 0, "first 3m0s of each candidate skipped as warm-up"},
 		{"regressed run", []string{sixMinRegresed}, 1, "regress"},
 		{"whole run on request", []string{"--skip-warmup", "0", sixMinC}, -1, "whole run"},
+		{"json says the window", []string{"--format", "json", sixMinC}, 0, `"skip_warmup": "3m0s"`},
 		{"negative window", []string{"--skip-warmup=-1m", sixMinC}, 2, "non-negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

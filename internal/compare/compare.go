@@ -93,6 +93,8 @@ type Result struct {
 	Sentences   []string `json:"sentences"`
 	Warnings    []string `json:"warnings,omitempty"`
 	Regressed   bool     `json:"regressed"`
+	// SkipWarmup is the warm-up dropped from each candidate's points.
+	SkipWarmup string `json:"skip_warmup,omitempty"`
 }
 
 // WorkloadError says the candidates ran a different workload.
@@ -137,6 +139,9 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	res := &Result{Envelope: env.Name, Confidence: tol.Confidence, Method: method, BaselineVUs: env.Provenance.Workload.VUs}
 	for _, r := range runs {
 		res.Candidates = append(res.Candidates, r.Source)
+	}
+	if opts.SkipWarmup > 0 {
+		res.SkipWarmup = opts.SkipWarmup.String()
 	}
 	diffs, vus := workloadDiffs(env, runs, opts.SkipWarmup)
 	res.VUs = vus
