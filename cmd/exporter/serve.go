@@ -56,7 +56,7 @@ func init() {
 		}
 		// kingpin keeps repeatable values between parses (tests parse
 		// many times).
-		defer func() { *results = nil }()
+		defer func() { *results, *envFile = nil, "" }()
 		// Know each result file's format before replaying it: a summary
 		// file must fail with one clear error, not first with line noise.
 		for _, f := range *results {
