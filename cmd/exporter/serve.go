@@ -54,6 +54,16 @@ func init() {
 		if followSet && *follow == "" {
 			*follow = "-"
 		}
+		// kingpin keeps repeatable values between parses (tests parse
+		// many times).
+		defer func() { *results, *envFile = nil, "" }()
+		// Know each result file's format before replaying it: a summary
+		// file must fail with one clear error, not first with line noise.
+		for _, f := range *results {
+			if err := checkReplayable(f); err != nil {
+				return withCode(2, fmt.Errorf("--k6.results: %w", err))
+			}
+		}
 		log := logger()
 		log.Info("Starting envelope exporter", "version", version.Info())
 		log.Info("Build context", "build_context", version.BuildContext())

@@ -43,6 +43,9 @@ type Options struct {
 	// Tail keeps evaluating this long after the last point, with the
 	// exporter still up and the counters flat (0 = stop at the end).
 	Tail time.Duration
+	// SkipWarmup drops the points of the run's first D, as the loader
+	// does for an envelope's baseline runs.
+	SkipWarmup time.Duration
 }
 
 // Alert is one alert that reached firing.
@@ -241,8 +244,64 @@ func (r *replay) touch(s *series, t time.Time) int {
 	return slot
 }
 
-// read streams a k6 NDJSON file (gzip detected by content).
-func (r *replay) read(path string) error {
+// read streams a k6 NDJSON file (gzip detected by content), leaving out
+// the points of the first skip of the run.
+func (r *replay) read(path string, skip time.Duration) error {
+	var from time.Time
+	if skip > 0 {
+		// The run's start as the loader finds it: the earliest point, or
+		// one second before the first vus sample when that is earlier.
+		var minT, vusT time.Time
+		err := scanNDJSON(path, func(p *k6.Point, _ *k6.MetricDef) error {
+			if p == nil {
+				return nil
+			}
+			if minT.IsZero() || p.Time.Before(minT) {
+				minT = p.Time
+			}
+			if p.Metric == "vus" && (vusT.IsZero() || p.Time.Before(vusT)) {
+				vusT = p.Time
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		start := minT
+		if !vusT.IsZero() && vusT.Add(-time.Second).Before(minT) {
+			start = vusT.Add(-time.Second)
+		}
+		from = start.Add(skip)
+	}
+	err := scanNDJSON(path, func(p *k6.Point, def *k6.MetricDef) error {
+		if def != nil {
+			r.defs[def.Name] = def
+			return nil
+		}
+		if r.defs[p.Metric] == nil {
+			return fmt.Errorf("metric: point of %q before its Metric line", p.Metric)
+		}
+		if p.Time.Before(from) {
+			return nil
+		}
+		r.add(p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.t0.IsZero() {
+		if skip > 0 {
+			return fmt.Errorf("%s: no points after the first %s (--skip-warmup)", path, skip)
+		}
+		return fmt.Errorf("%s: no points: backtest needs a point stream (k6 --out json)", path)
+	}
+	return nil
+}
+
+// scanNDJSON calls fn for each point (def nil) and each Metric line
+// (def set) of a k6 NDJSON file; errors carry the file and line.
+func scanNDJSON(path string, fn func(p *k6.Point, def *k6.MetricDef) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -274,20 +333,18 @@ func (r *replay) read(path string) error {
 		}
 		if !isPoint {
 			if def != nil {
-				r.defs[def.Name] = def
+				if err := fn(nil, def); err != nil {
+					return fmt.Errorf("%s:%d: %w", path, line, err)
+				}
 			}
 			continue
 		}
-		if r.defs[p.Metric] == nil {
-			return fmt.Errorf("%s:%d: metric: point of %q before its Metric line", path, line, p.Metric)
+		if err := fn(&p, nil); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		r.add(&p)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s:%d: %w", path, line, err)
-	}
-	if r.t0.IsZero() {
-		return fmt.Errorf("%s: no points: backtest needs a point stream (k6 --out json)", path)
 	}
 	return nil
 }
@@ -380,7 +437,7 @@ func File(ctx context.Context, env *envelope.Envelope, ruleFiles []string, path 
 		return nil, err
 	}
 	r := &replay{scrape: o.Scrape, env: env, layouts: map[string][]float64{}, defs: map[string]*k6.MetricDef{}, series: map[string]*series{}}
-	if err := r.read(path); err != nil {
+	if err := r.read(path, o.SkipWarmup); err != nil {
 		return nil, err
 	}
 	up, err := upLabels(o.ExporterSelector)

@@ -45,6 +45,9 @@ type Options struct {
 	AllowWorkloadChange bool
 	// Seed makes the bootstrap reproducible.
 	Seed uint64
+	// SkipWarmup is the warm-up the loader cut from the candidates' point
+	// streams; the workload check adds it back to compare whole runs.
+	SkipWarmup time.Duration
 }
 
 // Figure is one compared figure. Percentages are relative changes
@@ -90,6 +93,8 @@ type Result struct {
 	Sentences   []string `json:"sentences"`
 	Warnings    []string `json:"warnings,omitempty"`
 	Regressed   bool     `json:"regressed"`
+	// SkipWarmup is the warm-up dropped from each candidate's points.
+	SkipWarmup string `json:"skip_warmup,omitempty"`
 }
 
 // WorkloadError says the candidates ran a different workload.
@@ -135,7 +140,10 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	for _, r := range runs {
 		res.Candidates = append(res.Candidates, r.Source)
 	}
-	diffs, vus := workloadDiffs(env, runs)
+	if opts.SkipWarmup > 0 {
+		res.SkipWarmup = opts.SkipWarmup.String()
+	}
+	diffs, vus := workloadDiffs(env, runs, opts.SkipWarmup)
 	res.VUs = vus
 	if len(diffs) > 0 {
 		if !opts.AllowWorkloadChange {
@@ -381,7 +389,13 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.CILowPct = 100 * (r.Low - 1)
 	f.CIHighPct = 100 * (r.High - 1)
 	f.MDCPct = 100 * r.MDC
-	f.Method = r.Method + strings.TrimPrefix(f.Method, "welch-log")
+	// The interval's own method, plus how the baseline was modelled when
+	// the figure says so ("welch-log, baseline spread from …").
+	detail := ""
+	if rest, ok := strings.CutPrefix(f.Method, "welch-log"); ok {
+		detail = rest
+	}
+	f.Method = r.Method + detail
 	if better == "lower" {
 		f.P = r.PAbove(tol)
 		switch {
@@ -527,7 +541,7 @@ func runVUs(r *k6.Run) int {
 
 // workloadDiffs names how the candidates' workload differs from the
 // envelope's (VUs, duration), and the candidates' common VU count.
-func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
+func workloadDiffs(env *envelope.Envelope, runs []*k6.Run, skipped time.Duration) ([]string, int) {
 	var diffs []string
 	w := env.Provenance.Workload
 	vus := -1
@@ -542,9 +556,14 @@ func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
 			diffs = append(diffs, fmt.Sprintf("%s ran %d VUs, the baseline %d", r.Source, v, w.VUs))
 		}
 		if w.Duration != "" && r.Duration > 0 {
+			// The envelope's duration is a whole run, warm-up included.
+			whole := r.Duration
+			if r.Mode != k6.ModeSummary {
+				whole += skipped
+			}
 			if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 {
-				if ratio := r.Duration.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
-					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, r.Duration.Round(time.Second), d))
+				if ratio := whole.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
+					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, whole.Round(time.Second), d))
 				}
 			}
 		}
