@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -20,8 +21,19 @@ func TestFigureMethodNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := []*k6.Run{in[3].Run, in[4].Run}
-	for _, method := range []string{"welch", "bootstrap"} {
-		res, err := Compare(env, runs, Options{Method: method})
+	// The same envelope as an older file has it: endpoint bands only.
+	bands := *env
+	bands.Runs = append([]envelope.RunFigures(nil), env.Runs...)
+	for i := range bands.Runs {
+		bands.Runs[i].Endpoints = nil
+	}
+	for _, tc := range []struct {
+		method    string
+		env       *envelope.Envelope
+		bandsOnly bool
+	}{{"welch", env, false}, {"bootstrap", env, false}, {"welch", &bands, true}} {
+		method := tc.method
+		res, err := Compare(tc.env, runs, Options{Method: method})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,12 +48,12 @@ func TestFigureMethodNames(t *testing.T) {
 			switch {
 			case f.Name == "error_rate":
 				want = "binomial (Wilson interval)"
-			case f.Endpoint != "":
+			case f.Endpoint != "" && tc.bandsOnly:
 				want = "welch-log, baseline spread from the band range"
 			case method == "bootstrap":
 				want = "bootstrap over runs (10000 resamples)"
 			default:
-				want = "welch-log"
+				want = "run-level log (between-run spread from per-run values"
 			}
 			if !strings.HasPrefix(f.Method, want) {
 				t.Errorf("%s %s %s: method %q, want %q", method, f.Name, f.Endpoint, f.Method, want)

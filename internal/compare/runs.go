@@ -225,3 +225,39 @@ func poissonLogVar(n float64) float64 {
 	}
 	return 1 / n
 }
+
+// ThroughputMDC is the minimum detectable change of mean throughput
+// (ratio) that compare gives for k candidate runs like the baseline's
+// typical run (its geometric mean rate and mean request count): the
+// figure a report can state before any later run exists. With one
+// candidate it is what compare reports for a single run of that size.
+// ok is false with fewer than 2 baseline runs.
+func ThroughputMDC(env *envelope.Envelope, k int) (float64, bool) {
+	var base []stats.RunValue
+	var rates []float64
+	var requests float64
+	for _, r := range env.Runs {
+		if r.RPS > 0 {
+			base = append(base, stats.RunValue{X: r.RPS, LogVar: poissonLogVar(float64(r.Requests))})
+			rates = append(rates, r.RPS)
+			requests += float64(r.Requests)
+		}
+	}
+	if len(base) < 2 || k < 1 {
+		return 0, false
+	}
+	typical := stats.RunValue{X: geoMean(rates), LogVar: poissonLogVar(requests / float64(len(base)))}
+	cand := make([]stats.RunValue, k)
+	for i := range cand {
+		cand[i] = typical
+	}
+	conf := env.Tolerance.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = 0.95
+	}
+	r, err := stats.RunLevelLog(base, cand, conf)
+	if err != nil || math.IsNaN(r.MDC) {
+		return 0, false
+	}
+	return r.MDC, true
+}

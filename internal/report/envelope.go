@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/envelope-dev/envelope/internal/compare"
 	"math"
 	"os"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // WriteEnvelopeReport writes the envelope's Markdown report to mdPath and
@@ -447,30 +447,10 @@ func envPct(r float64, d int) string { return strconv.FormatFloat(100*r, 'f', d,
 var compareCandidateRuns = []int{1, 3, 5}
 
 // CompareMDC is the minimum detectable change of mean throughput (ratio)
-// that `compare` reports with its default method, Welch on log values,
-// for k candidate runs whose spread equals the baseline runs': the same
-// formula (t quantiles, 80% power, the envelope's confidence) on the same
-// per-run rates. ok is false with fewer than 2 baseline runs.
+// that compare reports for k candidate runs whose spread equals the
+// baseline runs'. ok is false with fewer than 2 baseline runs.
 func CompareMDC(env *envelope.Envelope, k int) (float64, bool) {
-	var rps []float64
-	for _, r := range env.Runs {
-		if r.RPS > 0 {
-			rps = append(rps, r.RPS)
-		}
-	}
-	base, err := stats.LogMomentsOf(rps)
-	if err != nil || base.N < 2 {
-		return 0, false
-	}
-	conf := env.Tolerance.Confidence
-	if !(conf > 0 && conf < 1) {
-		conf = 0.95
-	}
-	r, err := stats.WelchLog(base, stats.LogMoments{N: k, Mean: base.Mean, SD: base.SD}, conf)
-	if err != nil || math.IsNaN(r.MDC) {
-		return 0, false
-	}
-	return r.MDC, true
+	return compare.ThroughputMDC(env, k)
 }
 
 // compareMDCList is "1.0% with 1 run, 0.8% with 3 runs or 0.7% with 5
@@ -500,7 +480,7 @@ func compareMDCSentence(env *envelope.Envelope) string {
 	if !(conf > 0 && conf < 1) {
 		conf = 0.95
 	}
-	return fmt.Sprintf("`exporter compare` (Welch on log values, %s confidence, 80%% power, the later runs' spread taken as the baseline's) detects a change of mean throughput of %s.", envPct(conf, 0), l)
+	return fmt.Sprintf("`exporter compare` (run-level log model, %s confidence, 80%% power, later runs of the baseline's typical size) detects a change of mean throughput of %s.", envPct(conf, 0), l)
 }
 
 func envMDC(s envelope.Spread) string {
