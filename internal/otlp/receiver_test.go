@@ -40,24 +40,32 @@ func newSumSink() *sumSink {
 		zero: map[string]uint64{}, nonzero: map[string]uint64{}, hcount: map[string]uint64{}, hsum: map[string]float64{}}
 }
 
-func (s *sumSink) Define(name string, typ k6.MetricType, _ k6.ValueType) bool {
+func (s *sumSink) Define(name string, typ k6.MetricType, _ k6.ValueType) error {
 	if t, ok := s.types[name]; ok && t != typ {
-		return false
+		return fmt.Errorf("type %s, not %s", t, typ)
 	}
 	s.types[name] = typ
-	return true
+	return nil
 }
-func (s *sumSink) AddCounter(name string, _ map[string]string, d float64) { s.counters[name] += d }
-func (s *sumSink) SetGauge(name string, _ map[string]string, v float64)   { s.gauges[name] = v }
-func (s *sumSink) AddRate(name string, _ map[string]string, z, nz uint64) {
+func (s *sumSink) AddCounter(name string, _ map[string]string, d float64) error {
+	s.counters[name] += d
+	return nil
+}
+func (s *sumSink) SetGauge(name string, _ map[string]string, v float64) error {
+	s.gauges[name] = v
+	return nil
+}
+func (s *sumSink) AddRate(name string, _ map[string]string, z, nz uint64) error {
 	s.zero[name] += z
 	s.nonzero[name] += nz
+	return nil
 }
-func (s *sumSink) AddBuckets(name string, _ map[string]string, _ []float64, counts []uint64, sum float64) {
+func (s *sumSink) AddBuckets(name string, _ map[string]string, _ []float64, counts []uint64, sum float64) error {
 	for _, c := range counts {
 		s.hcount[name] += c
 	}
 	s.hsum[name] += sum
+	return nil
 }
 func (s *sumSink) Ingested(n int, _ int64) { s.points += n }
 
@@ -220,11 +228,17 @@ func sumReq(start uint64, v float64, attrs ...*commonpb.KeyValue) *colmetricpb.E
 	return &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{sm}}}}
 }
 
-// A restarted producer (new start time) or a counter that went down
-// starts from zero again; several instances (distinct attributes) add.
+// A restarted producer (new start time) starts from zero again; several
+// instances (distinct attributes) add; a lower value with the same start
+// time is a late export and adds nothing (only a new start time resets).
 func TestCumulativeResets(t *testing.T) {
 	sink := newSumSink()
-	rc := NewReceiver(sink, Options{})
+	late := 0
+	rc := NewReceiver(sink, Options{OnBad: func(reason string, _ error) {
+		if reason == "late_point" {
+			late++
+		}
+	}})
 	steps := []struct {
 		req  *colmetricpb.ExportMetricsServiceRequest
 		want float64
@@ -233,7 +247,9 @@ func TestCumulativeResets(t *testing.T) {
 		{sumReq(100, 25, kv("instance", "a")), 25},
 		{sumReq(100, 5, kv("instance", "b")), 30},
 		{sumReq(200, 4, kv("instance", "a")), 34}, // restart of a
-		{sumReq(200, 3, kv("instance", "a")), 37}, // went down: a reset
+		{sumReq(200, 3, kv("instance", "a")), 34}, // went down, same start: late
+		{sumReq(200, 4, kv("instance", "a")), 34}, // duplicate
+		{sumReq(200, 6, kv("instance", "a")), 36},
 	}
 	for i, s := range steps {
 		b, _ := proto.Marshal(s.req)
@@ -243,6 +259,9 @@ func TestCumulativeResets(t *testing.T) {
 		if got := sink.counters["http_reqs"]; got != s.want {
 			t.Errorf("step %d: total %v, want %v", i, got, s.want)
 		}
+	}
+	if late != 1 {
+		t.Errorf("%d late points counted, want 1", late)
 	}
 }
 
