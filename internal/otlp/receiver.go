@@ -169,6 +169,9 @@ func (rc *Receiver) acquire(ctx context.Context) bool {
 	return false
 }
 
+// InFlight is the number of requests being read and decoded.
+func (rc *Receiver) InFlight() int { return len(rc.slots) }
+
 func (rc *Receiver) release() {
 	if rc.slots != nil {
 		<-rc.slots
