@@ -68,7 +68,7 @@ const (
 
 // Defaults of the bounds on what input can grow (see Config).
 const (
-	DefaultSeriesLimit      = 50000            // k6 label sets
+	DefaultSeriesLimit      = 10000            // k6 label sets
 	DefaultMetricLimit      = 1000             // distinct k6 metric names
 	DefaultMaxLabelValue    = 1024             // bytes of one label value
 	DefaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
