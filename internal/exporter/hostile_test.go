@@ -7,10 +7,18 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,6 +41,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -563,5 +572,80 @@ func TestHostileGRPC(t *testing.T) {
 	hs := s.httpServer()
 	if hs.ReadTimeout == 0 || hs.WriteTimeout == 0 || hs.IdleTimeout == 0 || hs.ReadHeaderTimeout == 0 {
 		t.Errorf("HTTP timeouts not all set: %+v", hs)
+	}
+}
+
+// selfSigned writes a certificate and key for 127.0.0.1 into dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "exporter"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// The gRPC receiver serves TLS from the web config: a TLS client with
+// credentials exports, a plaintext client cannot; an unusable TLS setting
+// stops it from starting.
+func TestHostileGRPCTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	hash, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	webCfg := filepath.Join(dir, "web.yml")
+	os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  k6: %s\n", certFile, keyFile, hash)), 0o600)
+	s := hostileServer(t, Config{WebConfigFile: webCfg})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.ServeGRPC(ctx, l)
+	req := exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(3, 1)))
+	auth := metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("k6:secret")))
+	cctx, ccancel := context.WithTimeout(auth, 10*time.Second)
+	defer ccancel()
+
+	tlsConn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tlsConn.Close()
+	if _, err := colmetricpb.NewMetricsServiceClient(tlsConn).Export(cctx, req); err != nil {
+		t.Errorf("TLS export with credentials: %v", err)
+	}
+	plain, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := colmetricpb.NewMetricsServiceClient(plain).Export(cctx, req); err == nil {
+		t.Error("plaintext export to the TLS receiver succeeded")
+	}
+	if got := testutil.ToFloat64(s.points.WithLabelValues(SourceOTLP)); got != 1 {
+		t.Errorf("points %v, want 1", got)
+	}
+
+	// A key file that does not exist: ServeGRPC refuses to start.
+	os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", certFile, filepath.Join(dir, "missing.pem"))), 0o600)
+	s2 := hostileServer(t, Config{WebConfigFile: webCfg})
+	l2, _ := net.Listen("tcp", "127.0.0.1:0")
+	if err := s2.ServeGRPC(ctx, l2); err == nil || !strings.Contains(err.Error(), "TLS") {
+		t.Errorf("ServeGRPC with a broken TLS config: %v, want an error naming TLS", err)
 	}
 }
