@@ -109,6 +109,10 @@ const (
 	MaxRate = 1 << 53
 	// DefaultStreamLimit bounds the cumulative streams remembered.
 	DefaultStreamLimit = 100000
+	// StreamBucketBudget bounds the histogram buckets (and explicit
+	// bounds) remembered across all cumulative streams, about 16 bytes
+	// each: 32 MiB. k6 streams hold 16 buckets and 15 bounds each.
+	StreamBucketBudget = 2 << 20
 )
 
 // Options configure a Receiver.
@@ -144,6 +148,7 @@ type Receiver struct {
 	seed    maphash.Seed
 	streams map[uint64]*stream
 	clock   int64 // unix ns stamped on streams as they are used (Expire)
+	cost    int   // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
 }
@@ -191,6 +196,19 @@ type stream struct {
 	zero    uint64
 	scale   int32
 	used    bool // a point was taken: value/count are a baseline
+	cost    int  // buckets and bounds held
+}
+
+// charge accounts a stream's new state of n buckets and bounds; false
+// (nothing charged) when it would grow past StreamBucketBudget.
+func (rc *Receiver) charge(st *stream, n int) bool {
+	d := n - st.cost
+	if d > 0 && rc.cost+d > StreamBucketBudget {
+		return false
+	}
+	rc.cost += d
+	st.cost = n
+	return true
 }
 
 // NewReceiver builds a Receiver feeding sink.
@@ -233,6 +251,7 @@ func (rc *Receiver) Expire(before time.Time) int {
 	n := 0
 	for k, st := range rc.streams {
 		if st.seen < before.UnixNano() {
+			rc.cost -= st.cost
 			delete(rc.streams, k)
 			n++
 		}
@@ -572,6 +591,10 @@ func (rc *Receiver) metric(c *consumer, resKey string, m *metricpb.Metric) *poin
 					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
 					continue
 				}
+				if !rc.charge(st, len(counts)+len(bounds)) {
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
 				if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
 					for i := range dc {
 						dc[i] = counts[i] - min(st.buckets[i], counts[i])
@@ -610,6 +633,10 @@ func (rc *Receiver) metric(c *consumer, resKey string, m *metricpb.Metric) *poin
 				}
 				if st.used && dp.GetCount() < st.count {
 					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
+					continue
+				}
+				if !rc.charge(st, 2*len(cur)) { // a map entry costs about two slice elements
+					c.sinkErr(m.GetName(), rc.dropStream())
 					continue
 				}
 				if st.used && dp.GetScale() == st.scale && st.exp != nil {
@@ -730,7 +757,7 @@ func checkExponential(dp *metricpb.ExponentialHistogramDataPoint, unitScale floa
 // dropStream refuses a point whose new stream would pass the limit.
 func (rc *Receiver) dropStream() error {
 	rc.opts.OnDrop("streams")
-	return fmt.Errorf("over the limit of %d cumulative streams: %w", rc.opts.StreamLimit, ErrDropped)
+	return fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets: %w", rc.opts.StreamLimit, StreamBucketBudget, ErrDropped)
 }
 
 // expCounts keys positive bucket i as i and negative bucket i as -i-1.
@@ -839,6 +866,9 @@ func (rc *Receiver) stream(resKey, metric string, attrs []*commonpb.KeyValue, st
 		return nil
 	}
 	if st == nil || st.start != start {
+		if st != nil {
+			rc.cost -= st.cost
+		}
 		st = &stream{start: start}
 		rc.streams[k] = st
 	}

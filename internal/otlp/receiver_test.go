@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -317,5 +318,42 @@ func TestGRPC(t *testing.T) {
 	}
 	if got := sink.counters["http_reqs"]; got != 1146 {
 		t.Errorf("http_reqs = %v, want 1146", got)
+	}
+}
+
+// Cumulative histogram state is bounded in buckets, not only in streams:
+// wide exponential histograms past the budget are dropped and counted.
+func TestStreamBucketBudget(t *testing.T) {
+	drops := 0
+	rc := NewReceiver(newSumSink(), Options{OnDrop: func(string) { drops++ }})
+	counts := make([]uint64, MaxExponentialBuckets)
+	for i := range counts {
+		counts[i] = 1
+	}
+	const streams = 400
+	rejected := 0
+	for batch := range 4 {
+		var dps []*metricpb.ExponentialHistogramDataPoint
+		for i := range streams / 4 {
+			dps = append(dps, &metricpb.ExponentialHistogramDataPoint{Attributes: []*commonpb.KeyValue{kv("name", fmt.Sprint(batch, "-", i))},
+				StartTimeUnixNano: 1, TimeUnixNano: 2, Count: uint64(len(counts)), Scale: 4,
+				Positive: &metricpb.ExponentialHistogramDataPoint_Buckets{Offset: -2000, BucketCounts: counts}})
+		}
+		req := &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{{
+			Name: "k6_http_req_duration", Unit: "ms", Data: &metricpb.Metric_ExponentialHistogram{ExponentialHistogram: &metricpb.ExponentialHistogram{
+				AggregationTemporality: metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: dps}}}}}}}}}
+		_, r, _ := rc.Consume(req)
+		rejected += r
+	}
+	perStream := 2 * len(counts)
+	if rc.cost > StreamBucketBudget {
+		t.Errorf("streams hold %d buckets, budget %d", rc.cost, StreamBucketBudget)
+	}
+	if want := streams - StreamBucketBudget/perStream; rejected != want || drops != want {
+		t.Errorf("rejected %d, drops %d, want %d", rejected, drops, want)
+	}
+	rc.Expire(time.Now().Add(time.Hour))
+	if rc.cost != 0 || rc.Streams() != 0 {
+		t.Errorf("after expiry: cost %d, %d streams", rc.cost, rc.Streams())
 	}
 }
