@@ -475,11 +475,19 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 	// "kept" goes on 10 minutes later.
 	s.st.clock.Store(now.Add(10 * time.Minute).UnixNano())
 	s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: map[string]string{"testid": "kept"}})
+	// A finished run replayed from a results file has no TTL.
+	if _, err := s.ReplayReader("replayed", strings.NewReader(
+		`{"metric":"http_reqs","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"replayed"}}}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
 	if n := s.ExpireRuns(now.Add(16 * time.Minute)); n != 4 {
 		t.Errorf("expired %d series, want 4 (old and gone)", n)
 	}
-	if n := s.st.nseries.Load(); n != 2 {
-		t.Errorf("%d series left, want 2", n)
+	if n := s.st.nseries.Load(); n != 3 {
+		t.Errorf("%d series left, want 3 (kept's two, replayed)", n)
+	}
+	if code := httpDelete(t, s, "replayed"); code != http.StatusOK {
+		t.Errorf("DELETE of the replayed run through the handler: %d", code)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -513,6 +521,14 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 	if n := s.st.nseries.Load(); n != 0 || s.st.runCount() != 0 {
 		t.Errorf("%d series, %d runs left", n, s.st.runCount())
 	}
+}
+
+// httpDelete sends DELETE /api/v1/runs/{id} to the handler directly.
+func httpDelete(t *testing.T, s *Server, id string) int {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/api/v1/runs/"+id, nil))
+	return rec.Code
 }
 
 // The gRPC receiver applies the web config's basic auth before reading

@@ -33,7 +33,7 @@ func (o *otlpSink) Define(name string, typ k6.MetricType, contains k6.ValueType)
 // series finds the series of a point; refusals are counted here.
 func (o *otlpSink) series(name string, tags map[string]string) (*family, *series, error) {
 	bp := o.bufPool.Get().(*[]byte)
-	f, s, b, fixed, err := o.st.seriesFor(name, *bp, tags)
+	f, s, b, fixed, err := o.st.seriesFor(name, *bp, tags, false)
 	*bp = b
 	o.bufPool.Put(bp)
 	if fixed {

@@ -21,6 +21,12 @@
 //	http.Handle("/", srv.Handler())              // /metrics, /v1/metrics, /-/healthy, /-/ready, landing page
 //	err = srv.Run(ctx)                           // listen on Config.ListenAddresses until ctx ends
 //	err = srv.ServeGRPC(ctx, l)                  // OTLP/gRPC on a listener (Run does it for Config.OTLPGRPCAddress)
+//	n := srv.DeleteRun("checkout-42")            // drop a run's series (DELETE /api/v1/runs/{testid})
+//
+// Everything an input can grow is bounded by Config (series, metrics,
+// label value length, native buckets, OTLP streams and in-flight
+// decoding) and every drop is counted; a run's series expire
+// Config.SeriesTTL after its last point (Run and Serve apply it).
 package exporter
 
 import (
@@ -527,7 +533,7 @@ func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool)
 		s.countBad(src, "bad_value", fmt.Errorf("metric %q: value %v", p.Metric, p.Value))
 		return buf, false
 	}
-	f, ser, buf, fixed, err := s.st.seriesFor(p.Metric, buf, p.Tags)
+	f, ser, buf, fixed, err := s.st.seriesFor(p.Metric, buf, p.Tags, src == SourceResults)
 	if fixed {
 		s.countBad(src, "invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", p.Metric))
 	}

@@ -113,6 +113,7 @@ type run struct {
 	testid string
 	last   atomic.Int64 // store clock (unix ns) at its latest point
 	dead   atomic.Bool  // expired or deleted: its series are being removed
+	pinned atomic.Bool  // replayed from result files: no TTL, only deletion
 }
 
 // store holds every k6 series. Families are created from Metric lines,
@@ -264,8 +265,9 @@ func (st *store) checkTags(f *family, tags map[string]string) (map[string]string
 }
 
 // seriesFor finds (or creates) the series of a sample of metric name,
-// after checkTags; fixed reports replaced invalid UTF-8.
-func (st *store) seriesFor(name string, buf []byte, tags map[string]string) (f *family, s *series, _ []byte, fixed bool, err error) {
+// after checkTags; fixed reports replaced invalid UTF-8. pin exempts the
+// sample's run from the TTL (finished results replayed at start-up).
+func (st *store) seriesFor(name string, buf []byte, tags map[string]string, pin bool) (f *family, s *series, _ []byte, fixed bool, err error) {
 	for range 2 { // a family expired under us is looked up again
 		if f, err = st.lookup(name); err != nil {
 			return nil, nil, buf, false, err
@@ -274,6 +276,9 @@ func (st *store) seriesFor(name string, buf []byte, tags map[string]string) (f *
 			return f, nil, buf, false, err
 		}
 		if s, buf, err = st.get(f, buf, tags); !errors.Is(err, errFamilyGone) {
+			if pin && s != nil && !s.run.pinned.Load() {
+				s.run.pinned.Store(true)
+			}
 			return f, s, buf, fixed, err
 		}
 	}
@@ -303,7 +308,7 @@ func (st *store) expire(now time.Time, ttl time.Duration) int {
 	st.runMu.Lock()
 	n := 0
 	for id, r := range st.runs {
-		if r.last.Load() < cutoff {
+		if r.last.Load() < cutoff && !r.pinned.Load() {
 			r.dead.Store(true)
 			delete(st.runs, id)
 			n++
