@@ -249,7 +249,7 @@ func TestSeriesLimit(t *testing.T) {
 	}
 	// Known series keep counting after the limit is reached.
 	s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: map[string]string{"url": "x"}})
-	if got := testutil.ToFloat64(s.overflow); got != 7 {
+	if got := testutil.ToFloat64(s.overflow.WithLabelValues(OverflowSeries)); got != 7 {
 		t.Errorf("overflow = %v, want 7", got)
 	}
 	mf := gatherFamily(t, s, "k6_http_reqs_total")
@@ -354,7 +354,7 @@ func TestNativeIndex(t *testing.T) {
 
 // Spans and deltas decode back to the dense counts.
 func TestSpans(t *testing.T) {
-	h := newHist(nil, fixedTime)
+	h := newHist(nil, fixedTime, nil)
 	vals := map[float64]uint64{1: 3, 1.01: 1, 1.03: 2, 4: 5, -2: 1, 0: 4}
 	for v, n := range vals {
 		h.observe(v, n, float64(n)*v)
