@@ -61,12 +61,12 @@ func TestSeriesSameAsExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	real := "testdata/regressed-auth-errors.ndjson.gz"
+	realRun := "testdata/regressed-auth-errors.ndjson.gz"
 	sim := filepath.Join(t.TempDir(), "sim.ndjson.gz")
 	if err := simulate.WriteFile(sim, env, simulate.Options{Seed: 31, Duration: 3 * time.Minute, ErrorRate: 0.02}); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{real, sim} {
+	for _, path := range []string{realRun, sim} {
 		t.Run(filepath.Base(path), func(t *testing.T) { compareWithExporter(t, env, path) })
 	}
 }
