@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	cmd := app.Command("backtest", "Evaluate rule files with Prometheus's rule engine over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
+	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
 	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
 	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
 	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exposition files in testdata/golden")
@@ -175,8 +175,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	body := new(bytes.Buffer)
 	body.ReadFrom(resp.Body)
 	resp.Body.Close()
-	cmd := exec.Command("go", "tool", "promtool", "check", "metrics")
-	cmd.Dir = "../.."
+	cmd := promtest.PromtoolCmd(t, "check", "metrics")
 	cmd.Stdin = body
 	out, err := cmd.CombinedOutput()
 	// As with the linter, the user-named k6_custom_gauge is the only finding allowed.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // StageConfig says how a run's points become a stage report.
@@ -317,7 +318,10 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 		a := accs[e.Name]
 		sorted := append([]float64(nil), a.all...)
 		sort.Float64s(sorted)
-		e.P95 = stagePercentile(sorted, 0.95)
+		e.P95 = math.NaN() // an endpoint without selected samples has no p95
+		if len(sorted) > 0 {
+			e.P95 = stats.Quantile(sorted, 0.95)
+		}
 		e.Requests = int64(len(a.all))
 		if a.haveReqs {
 			e.Requests = int64(math.Round(a.reqs))
@@ -605,21 +609,9 @@ func stageStats(xs []float64) StageStats {
 	}
 	f := func(v float64) *float64 { return &v }
 	st.Avg = f(sum / float64(len(s)))
-	st.P50 = f(stagePercentile(s, 0.50))
-	st.P95 = f(stagePercentile(s, 0.95))
-	st.P99 = f(stagePercentile(s, 0.99))
+	st.P50 = f(stats.Quantile(s, 0.50))
+	st.P95 = f(stats.Quantile(s, 0.95))
+	st.P99 = f(stats.Quantile(s, 0.99))
 	st.Max = f(s[len(s)-1])
 	return st
-}
-
-// stagePercentile is k6's Trend percentile: linear interpolation at rank
-// p·(n-1) of the sorted samples (Hyndman–Fan type 7).
-func stagePercentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	rank := p * float64(len(sorted)-1)
-	lo := int(math.Floor(rank))
-	hi := int(math.Ceil(rank))
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
 }

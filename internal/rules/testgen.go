@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -69,7 +70,7 @@ type testBuilder struct {
 }
 
 func (b *testBuilder) add(name string, l map[string]string, values string) {
-	m := map[string]string{labels.MetricName: name}
+	m := map[string]string{model.MetricNameLabel: name}
 	for k, v := range l {
 		m[k] = v
 	}
