@@ -18,7 +18,7 @@ func init() {
 	cmd := app.Command("rules", "Generate the recording and alerting rules that encode an envelope, with their promtool unit tests, or the Prometheus Operator PrometheusRule resource.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON).").Required().String()
 	out := cmd.Flag("out", "Folder to write the rule files into.").Default("rules").String()
-	formats := cmd.Flag("format", "What to write: prometheus (rule file and promtool tests), prometheusrule (Operator resource); repeatable. Default: both.").Enums("prometheus", "prometheusrule")
+	formats := cmd.Flag("format", choices("What to write: prometheus (rule file and promtool tests), prometheusrule (Operator resource); repeatable. Default: both.", "prometheus", "prometheusrule")).Enums("prometheus", "prometheusrule")
 	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
 	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
 	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels, ",")).String()

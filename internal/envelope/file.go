@@ -313,6 +313,7 @@ func (env *Envelope) Validate() []FieldError {
 	} else if !validWindow(t.Window) {
 		add("tolerance.window", "%q is not a Prometheus duration such as 5m", t.Window)
 	}
+	errs = append(errs, env.validateRunValues()...)
 	return errs
 }
 

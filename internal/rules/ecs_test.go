@@ -2,7 +2,6 @@ package rules
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 // ecsEnvelope is a testdata envelope with an ECS operating point like the
@@ -180,13 +180,7 @@ func TestECSPromtool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ecs.test.yaml"), tb, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "tool", "promtool", "test", "rules", filepath.Join(dir, "ecs.test.yaml"))
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	if out, err := promtest.Promtool(t, "test", "rules", filepath.Join(dir, "ecs.test.yaml")); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

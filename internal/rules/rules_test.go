@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 func testEnvelopes(t *testing.T) map[string]*envelope.Envelope {
@@ -344,11 +344,8 @@ func TestPromtool(t *testing.T) {
 	}
 	promtool := func(t *testing.T, args ...string) {
 		t.Helper()
-		cmd := exec.Command("go", append([]string{"tool", "promtool"}, args...)...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		if out, err := promtest.Promtool(t, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
 		}
 	}
 	dirs := map[string]string{}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -97,7 +98,7 @@ func (b *testBuilder) add(name string, l map[string]string, values string) {
 		}
 		m[k] = v
 	}
-	m[labels.MetricName] = name
+	m[model.MetricNameLabel] = name
 	b.in = append(b.in, promtoolInput{Series: labels.FromMap(m).String(), Values: values})
 }
 
