@@ -122,7 +122,8 @@ type Config struct {
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
 	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
 	// OTLPMemoryBudget bounds the OTLP requests decoded at once to
-	// budget/max-body (at least one); others wait briefly, then get 503
+	// budget/max-body (at least one), and the OTLP/HTTP body bytes being
+	// received at once to budget; others wait briefly, then get 503
 	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
 	// negative = no limit.
 	OTLPMemoryBudget int64
@@ -279,8 +280,11 @@ func New(cfg Config) (*Server, error) {
 		MaxBody:     cfg.OTLPMaxBody,
 		Prefix:      cfg.OTLPMetricPrefix,
 		MaxInFlight: inflight,
-		StreamLimit: cfg.OTLPStreamLimit,
-		GRPCAuth:    auth,
+		// Bodies being received are charged as their bytes arrive, within
+		// the same budget: slow senders hold bytes, not decoding slots.
+		MaxWireBytes: max(cfg.OTLPMemoryBudget, 0),
+		StreamLimit:  cfg.OTLPStreamLimit,
+		GRPCAuth:     auth,
 		OnRequest: func(outcome string, points int, err error) {
 			s.otlpReqs.WithLabelValues(outcome).Inc()
 			if err != nil && outcome != otlp.OutcomeBusy {
