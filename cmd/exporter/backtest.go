@@ -13,14 +13,21 @@ import (
 )
 
 func init() {
-	cmd := app.Command("backtest", "Evaluate rule files with Prometheus's rule engine over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
+	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
 	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
 	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
-	format := cmd.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
 	sel := cmd.Flag("exporter-selector", "Labels of the synthetic up series.").Default(rules.DefaultOptions().ExporterSelector).String()
+	var skipSet bool
+	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points (default: the warm-up the envelope skipped; 0 replays the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("file", "k6 NDJSON run files (--out json, .gz allowed).").Required().ExistingFiles()
 	cmd.Action(func(*kingpin.ParseContext) error {
+		defer func() { *skip, skipSet = 0, false }()
 		env, err := envelope.ReadFile(*envPath)
+		if err != nil {
+			return withCode(2, err)
+		}
+		warm, err := candidateWarmup(env, *skip, skipSet)
 		if err != nil {
 			return withCode(2, err)
 		}
@@ -30,7 +37,7 @@ func init() {
 		}
 		rep := &backtest.Report{Runs: []backtest.Run{}}
 		for _, f := range *files {
-			r, err := backtest.File(context.Background(), env, rf, f, backtest.Options{ExporterSelector: *sel})
+			r, err := backtest.File(context.Background(), env, rf, f, backtest.Options{ExporterSelector: *sel, SkipWarmup: warm})
 			if err != nil {
 				return withCode(2, err)
 			}

@@ -20,11 +20,52 @@ func init() {
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up (point files: --out json or csv).").Duration()
 	groupBy := cmd.Flag("group-by", "Tag whose values get endpoint bands, e.g. name (point files and tagged sub-metrics).").String()
 	opts := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the workload: VUs, executor, scenarios, duration.").ExistingFile()
+	match := cmd.Flag("match", "PromQL label matchers (without braces) selecting the k6 tests this envelope judges, e.g. 'envelope=\"checkout-50vu\"' or 'scenario=\"baseline_mix\", testid=~\"nightly-.*\"'; empty judges every test.").String()
 	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
 	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
-	format := cmd.Flag("format", "Envelope encoding.").Default("yaml").Enum("yaml", "json")
+	format := cmd.Flag("format", choices("Envelope encoding.", "yaml", "json")).Default("yaml").Enum("yaml", "json")
+	labels := cmd.Flag("endpoint-label", "NAME=LABEL: the display name reports and dashboards show for an endpoint, e.g. auth_login='Auth login (Cognito)'; repeatable.").Strings()
+	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
+	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
+		// kingpin keeps values between parses (tests parse many times):
+		// leave the flags as a fresh parse would find them.
+		defer func() {
+			*name, *skip, *groupBy, *opts, *force = "baseline", 0, "", "", false
+			*out, *format, *files = "envelope.yaml", "yaml", nil
+			*labels, *topo, *params, *match = nil, nil, "", ""
+		}()
+		// A bad match is refused before any run is read.
+		if _, err := envelope.ParseMatch(*match); err != nil {
+			return withCode(2, fmt.Errorf("--match: %w", err))
+		}
+		bp := &envelope.BaselineParams{Labels: map[string]string{}}
+		if *params != "" {
+			var err error
+			if bp, err = envelope.LoadBaselineParams(*params); err != nil {
+				return withCode(2, err)
+			}
+		}
+		for _, kv := range *labels {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return withCode(2, fmt.Errorf("--endpoint-label %q: want NAME=LABEL", kv))
+			}
+			bp.Labels[k] = v
+		}
+		for _, kv := range *topo {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || v == "" {
+				return withCode(2, fmt.Errorf("--topology %q: want KEY=VALUE", kv))
+			}
+			if bp.Topology == nil {
+				bp.Topology = &envelope.Topology{}
+			}
+			if err := bp.Topology.Set(k, v, "--topology"); err != nil {
+				return withCode(2, err)
+			}
+		}
 		// Point streams are summarized with the statistics the envelope
 		// reads (k6's default set lacks p(99)); summaries keep their own.
 		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
@@ -39,7 +80,10 @@ func init() {
 		if err != nil {
 			return err
 		}
-		o := envelope.Options{Name: *name, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
+		for _, w := range duplicateRuns(in) {
+			logger().Warn(w)
+		}
+		o := envelope.Options{Name: *name, Match: *match, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {
 			if o.Workload, err = envelope.ReadK6Options(*opts); err != nil {
 				return err
@@ -49,6 +93,10 @@ func init() {
 		if err != nil {
 			return err
 		}
+		if err := env.SetLabels(bp.Labels); err != nil {
+			return withCode(2, err)
+		}
+		env.Topology = bp.Topology
 		log := logger()
 		for _, w := range env.Warnings {
 			log.Warn(w)
@@ -85,6 +133,15 @@ func init() {
 		}
 		fmt.Fprint(stdout, headline(env))
 		fmt.Fprintf(stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		secondPath := filepath.Join(d.Dir, "envelopes", second.Name+".yaml")
+		if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
 		return nil
 	})
 }
@@ -115,4 +172,22 @@ func headline(env *envelope.Envelope) string {
 	}
 	fmt.Fprintf(&b, "errors: %d of %d requests failed; saturation: %s\n", env.Errors.Failed, env.Errors.Total, env.Saturation.Verdict)
 	return b.String()
+}
+
+// duplicateRuns names input files with the same bytes: one run counted
+// twice narrows the spread and the bands.
+func duplicateRuns(in []envelope.Input) []string {
+	var out []string
+	first := map[string]string{}
+	for _, i := range in {
+		if i.Source.SHA256 == "" || i.Source.File == "-" {
+			continue
+		}
+		if f, ok := first[i.Source.SHA256]; ok {
+			out = append(out, fmt.Sprintf("%s has the same content as %s (sha256 %.12s…): the same run counted twice narrows the spread and the bands", i.Source.File, f, i.Source.SHA256))
+			continue
+		}
+		first[i.Source.SHA256] = i.Source.File
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -24,19 +25,22 @@ func init() {
 	envPath := cmd.Flag("envelope", "Baseline envelope file.").ExistingFile()
 	tolerance := cmd.Flag("tolerance", "Override the envelope's tolerance: a latency rise and throughput drop (10%, 0.1), or latency=10%,throughput=5%,errors=0.1%.").String()
 	confidence := cmd.Flag("confidence", "Confidence of the intervals (default: the envelope's, else 0.95).").Float64()
-	method := cmd.Flag("method", "Interval method over runs.").Default("welch").Enum("welch", "bootstrap")
+	method := cmd.Flag("method", choices("Interval method over runs: Welch t on log values, or a percentile bootstrap over runs.", "welch", "bootstrap")).Default("welch").Enum("welch", "bootstrap")
 	allow := cmd.Flag("allow-workload-change", "Accept candidates of another VU count or duration (a Phase 3 step).").Bool()
 	scaling := cmd.Flag("scaling", "Fit the USL to the runs instead of comparing with an envelope.").Bool()
 	levels := cmd.Flag("levels", "Load level of each FILE in order (default: each run's peak VUs), e.g. 10,20,50.").String()
 	unit := cmd.Flag("level-unit", "Unit of the levels, for the sentences and chart.").Default("VUs").String()
 	eff := cmd.Flag("efficiency", "Efficiency X(N)/(λN) below which throughput no longer scales linearly.").Default("0.8").Float64()
 	chartDir := cmd.Flag("chart-dir", "Folder for the scaling chart (light/ and dark/ PNGs); empty for none.").Default("charts").String()
-	format := cmd.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
+	var skipSet bool
+	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		// kingpin keeps values between parses (tests parse many times):
 		// leave the flags as a fresh parse would find them.
 		defer func() {
+			*skip, skipSet = 0, false
 			*envPath, *tolerance, *confidence, *method, *allow = "", "", 0, "welch", false
 			*scaling, *levels, *unit, *eff, *chartDir, *format, *files = false, "", "VUs", 0.8, "charts", "text", nil
 		}()
@@ -60,7 +64,11 @@ func init() {
 			}
 			opts.Tolerance.Confidence = *confidence
 		}
-		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats})
+		if opts.SkipWarmup, err = candidateWarmup(env, *skip, skipSet); err != nil {
+			return withCode(2, err)
+		}
+		// Points give each candidate run its own sampling error.
+		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats, SkipWarmup: opts.SkipWarmup, KeepPoints: true})
 		if err != nil {
 			return withCode(2, err)
 		}
@@ -71,13 +79,14 @@ func init() {
 		if *format == "json" {
 			err = res.WriteJSON(stdout)
 		} else {
+			fmt.Fprintln(stdout, windowLine(opts.SkipWarmup, skipSet))
 			err = res.WriteText(stdout)
 		}
 		if err != nil {
 			return err
 		}
 		if res.Regressed {
-			return withCode(1, nil)
+			return withCode(codeRegression, nil)
 		}
 		return nil
 	})
@@ -91,21 +100,75 @@ func init() {
 		if err != nil {
 			return err
 		}
-		// The last two sample runs judged against the envelope of all of
-		// them: a like-for-like check that should find no regression.
-		var runs []*k6.Run
-		for _, i := range in[len(in)-2:] {
-			runs = append(runs, i.Run)
-		}
-		res, err := compare.Compare(env, runs, compare.Options{})
+		lines, err := demoCompareLines(env, in)
 		if err != nil {
 			return err
 		}
-		for _, s := range res.Sentences {
-			fmt.Fprintf(stdout, "compare: %s\n", s)
+		for _, l := range lines {
+			fmt.Fprintf(stdout, "compare: %s\n", l)
 		}
 		return nil
 	})
+}
+
+// demoCompareLines judges the last two sample runs against the envelope
+// of all of them (a like-for-like check that should find no regression)
+// and says which runs were compared before the sentences.
+func demoCompareLines(env *envelope.Envelope, in []envelope.Input) ([]string, error) {
+	var runs []*k6.Run
+	var cands, base []string
+	for _, i := range in[len(in)-2:] {
+		runs = append(runs, i.Run)
+		cands = append(cands, filepath.Base(i.Source.File))
+	}
+	for _, s := range env.Provenance.Sources {
+		base = append(base, filepath.Base(s.File))
+	}
+	res, err := compare.Compare(env, runs, compare.Options{})
+	if err != nil {
+		return nil, err
+	}
+	verdict := "no regression"
+	if res.Regressed {
+		verdict = "REGRESSION"
+	}
+	lines := []string{fmt.Sprintf("candidates %s against the envelope %q of %s: %s", strings.Join(cands, ", "), env.Name, strings.Join(base, ", "), verdict)}
+	lines = append(lines, res.Sentences...)
+	return lines, nil
+}
+
+// candidateWarmup is the warm-up to drop from candidate runs: the flag
+// when given, else the one the envelope recorded, so candidates are
+// measured over the same window as the baseline runs.
+func candidateWarmup(env *envelope.Envelope, flag time.Duration, set bool) (time.Duration, error) {
+	if set {
+		if flag < 0 {
+			return 0, fmt.Errorf("--skip-warmup %s: want a non-negative duration", flag)
+		}
+		return flag, nil
+	}
+	if env.Provenance.SkipWarmup == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(env.Provenance.SkipWarmup)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("envelope provenance.skip_warmup %q: not a duration", env.Provenance.SkipWarmup)
+	}
+	return d, nil
+}
+
+// windowLine says over which part of each candidate run the figures were
+// measured.
+func windowLine(skip time.Duration, set bool) string {
+	switch {
+	case skip > 0 && set:
+		return fmt.Sprintf("Window: first %s of each candidate skipped as warm-up (--skip-warmup).", skip)
+	case skip > 0:
+		return fmt.Sprintf("Window: first %s of each candidate skipped as warm-up, as in the envelope (--skip-warmup overrides).", skip)
+	case set:
+		return "Window: the whole run of each candidate (--skip-warmup 0)."
+	}
+	return "Window: the whole run of each candidate, as in the envelope."
 }
 
 func loadRuns(files []string, opts k6.LoadOptions) ([]*k6.Run, error) {

@@ -37,7 +37,7 @@ func registerDemoStep(order int, name string, run func(ctx context.Context, d *d
 func init() {
 	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
-	noServe := cmd.Flag("no-serve", "Write the files and exit instead of serving /metrics.").Bool()
+	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		out := *dir
@@ -54,7 +54,7 @@ func init() {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		sort.SliceStable(demoSteps, func(i, j int) bool { return demoSteps[i].order < demoSteps[j].order })
-		env := &demoEnv{Dir: abs, Serve: !*noServe, Addr: *addr}
+		env := &demoEnv{Dir: abs, Serve: *serve, Addr: *addr}
 		for _, s := range demoSteps {
 			if err := s.run(ctx, env); err != nil {
 				return fmt.Errorf("demo %s: %w", s.name, err)

@@ -74,7 +74,7 @@ func init() {
 		}
 		point, err := ecs.OperatingPoint(all, runs)
 		if err != nil {
-			return withCode(1, err)
+			return withCode(2, err)
 		}
 		env.ECS = point
 		dst := *opOut

@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -62,12 +65,47 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+// Exit codes, one policy for every command: 0 success; 1 the judged runs
+// regressed (compare); 2 anything else, from a usage error or bad input
+// to a file that cannot be written.
+const (
+	codeOK         = 0
+	codeRegression = 1
+	codeError      = 2
+)
+
+// terminated carries the status kingpin asks to exit with after help or
+// a version, so run returns it instead of the process exiting.
+type terminated int
+
+func run(args []string) (code int) {
+	// Help and version go to stdout (asked for, so output); errors and the
+	// usage that follows a usage error go to stderr.
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	app.Terminate(func(status int) { panic(terminated(status)) })
+	defer func() {
+		if r := recover(); r != nil {
+			t, ok := r.(terminated)
+			if !ok {
+				panic(r)
+			}
+			code = int(t)
+		}
+	}()
+	if missingCommand(args) {
+		app.UsageWriter(stderr)
+		defer app.UsageWriter(stdout)
+		ctx, _ := app.ParseContext(args)
+		fmt.Fprintln(stderr, "exporter: error: a command is required")
+		_ = app.UsageForContext(ctx)
+		return codeError
+	}
 	_, err := app.Parse(args)
 	if err == nil {
-		return 0
+		return codeOK
 	}
-	code := 2
+	code = codeError
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
@@ -75,6 +113,46 @@ func run(args []string) int {
 			return code
 		}
 	}
-	fmt.Fprintf(stderr, "exporter: %v\n", err)
+	fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
 	return code
+}
+
+// missingCommand reports whether args name no command, or a command
+// group (such as ecs) without one of its commands, and ask for no help.
+func missingCommand(args []string) bool {
+	ctx, err := app.ParseContext(args)
+	if err != nil || ctx == nil {
+		return false
+	}
+	for _, e := range ctx.Elements {
+		if f, ok := e.Clause.(*kingpin.FlagClause); ok && (f == app.HelpFlag || f.Model().Name == "version") {
+			return false
+		}
+	}
+	if ctx.SelectedCommand == nil {
+		return true
+	}
+	return len(ctx.SelectedCommand.Model().Commands) > 0
+}
+
+// kingpinMissing is kingpin's message for an ExistingFile(s) flag or
+// argument naming no file.
+var kingpinMissing = regexp.MustCompile(`^path '(.*)' does not exist$`)
+
+// missingFileMessage gives every missing input file one message, "FILE:
+// no such file", whether kingpin or a reader found it missing.
+func missingFileMessage(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: no such file", pe.Path)
+	}
+	if m := kingpinMissing.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s: no such file", m[1])
+	}
+	return err
+}
+
+// choices appends an enum flag's choices to its help.
+func choices(help string, values ...string) string {
+	return help + " One of: " + strings.Join(values, ", ") + "."
 }

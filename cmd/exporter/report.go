@@ -19,7 +19,7 @@ func init() {
 	cmd := app.Command("report", "Write a report: the envelope report (--envelope), or the per-endpoint stage report of one run's points (FILE with --k6-options or --stages).")
 	envPath := cmd.Flag("envelope", "Envelope file: write its Markdown report with charts.").ExistingFile()
 	optsPath := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the executor and the stage windows.").ExistingFile()
-	scenario := cmd.Flag("scenario", "Scenario of the k6 options whose stages define the windows (default: the only one with stages).").String()
+	scenario := cmd.Flag("scenario", "Report only this scenario of the k6 options: its samples, windowed by its stages (default: every scenario with stages, each sample windowed by its own scenario's stages when they differ).").String()
 	stages := cmd.Flag("stages", "Stage list instead of --k6-options, e.g. 5m:1,5m:10,5m:50 (ramping-arrival-rate from 0, per second).").String()
 	groupBy := cmd.Flag("group-by", "Tag naming an endpoint.").Default("name").String()
 	baseline := cmd.Flag("baseline-endpoint", "Endpoint the cost is relative to (default: the smallest effective batch).").String()
@@ -29,7 +29,7 @@ func init() {
 	start := cmd.Flag("start", "Test start (RFC 3339 or Unix seconds); default: the earliest sample.").String()
 	params := cmd.Flag("params", "YAML with title, region, mode, profile, settings, stack and notes for the configuration tables.").ExistingFile()
 	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it). Default report.md; for --format json, stdout. - for stdout.").String()
-	format := cmd.Flag("format", "Stage report format.").Default("markdown").Enum("markdown", "json")
+	format := cmd.Flag("format", choices("Stage report format.", "markdown", "json")).Default("markdown").Enum("markdown", "json")
 	file := cmd.Arg("FILE", "k6 point file of one run (--out json NDJSON, optionally .gz, or --out csv).").String()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		// kingpin keeps values between parses (tests parse many times):
@@ -69,12 +69,10 @@ func init() {
 			if err != nil {
 				return withCode(2, err)
 			}
-			if cfg.Scenario, err = o.Scenario(*scenario); err != nil {
+			if cfg.Staged, err = o.Stages(*scenario); err != nil {
 				return withCode(2, err)
 			}
-			if len(o.Scenarios) > 1 {
-				cfg.OnlyScenario = cfg.Scenario.Name
-			}
+			cfg.Scenario = cfg.Staged.Scenarios[0]
 		case *stages != "":
 			if cfg.Scenario, err = k6options.ParseStages(*stages, ""); err != nil {
 				return withCode(2, err)
@@ -91,6 +89,7 @@ func init() {
 			if cfg.Params, err = report.LoadParams(*params); err != nil {
 				return withCode(2, err)
 			}
+			cfg.EndpointOrder = cfg.Params.Endpoints
 		}
 		run, err := k6.Load(*file, k6.LoadOptions{KeepPoints: true})
 		if err != nil {
@@ -127,7 +126,7 @@ func init() {
 		if err := report.WriteStageReport(r, md); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "stage report: %s (%d endpoints, %d stages)\n", md, len(r.Endpoints), len(r.Windows))
+		fmt.Fprintf(stdout, "stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
 		return nil
 	})
 }
@@ -142,4 +141,12 @@ func parseStart(s string) (time.Time, error) {
 		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("--start %q: want RFC 3339 (2026-11-30T09:00:00Z) or Unix seconds", s)
+}
+
+// plural is "1 stage", "3 stages".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/otelpush"
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // serveCmd is exported to other files of this package so they can add
@@ -36,12 +37,19 @@ func init() {
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
 	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
-	envFile := cmd.Flag("envelope", "Envelope file (YAML or JSON): exposes its bands as gauges and adds its band edges to the classic buckets.").String()
+	envFiles := cmd.Flag("envelope", "Envelope file (YAML or JSON), or a folder of them (*.yaml, *.yml, *.json): exposes each envelope's bands as gauges under its envelope label and adds its band edges to the classic buckets; repeatable.").Strings()
 	var followSet bool
 	follow := cmd.Flag("k6.json", "k6 NDJSON output to follow as it grows (tail -F, through truncation and rotation); '-' reads stdin.").IsSetByUser(&followSet).String()
 	results := cmd.Flag("k6.results", "Finished k6 result files (NDJSON, .gz, CSV) replayed at start; repeatable.").Strings()
 	allow := cmd.Flag("k6.allow-tag", "k6 tag to expose as a label beyond testid, scenario, name, method, status, expected_response and group; repeatable (beware of unbounded tags such as url).").Strings()
 	limit := cmd.Flag("k6.series-limit", "Maximum k6 label sets held; further new label sets are dropped and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultSeriesLimit)).Int()
+	metricLimit := cmd.Flag("k6.metric-limit", "Maximum distinct k6 metrics held; samples of further metrics are dropped and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMetricLimit)).Int()
+	ttl := cmd.Flag("k6.series-ttl", "Remove a run's series (all label sets sharing its testid) this long after its last point; 0 = never.").Default(exporter.DefaultSeriesTTL.String()).Duration()
+	maxLabel := cmd.Flag("k6.max-label-value-bytes", "Longest label value accepted; samples with longer ones are refused and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMaxLabelValue)).Int()
+	nativeMax := cmd.Flag("k6.native-max-buckets", "Native histogram buckets one series keeps before its resolution is halved. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultNativeMaxBuckets)).Int()
+	nativeBudget := cmd.Flag("k6.native-bucket-budget", "Native histogram buckets all series keep together before resolutions are halved. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultNativeBucketBudget)).Int64()
+	otlpBudget := cmd.Flag("otlp.memory-budget-bytes", "Memory for OTLP requests decoded at once: budget / max body requests run together, others get 503 (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultOTLPMemoryBudget)).Int64()
+	otlpStreams := cmd.Flag("otlp.stream-limit", "Maximum cumulative OTLP streams remembered; points of further streams are dropped and counted.").Default(fmt.Sprint(otlp.DefaultStreamLimit)).Int()
 	otlpMax := cmd.Flag("otlp.max-body-bytes", "Largest OTLP request body accepted on /v1/metrics (after gzip decoding).").Default("16777216").Int64()
 	otlpGRPC := cmd.Flag("otlp.grpc-listen-address", "Also receive OTLP over gRPC (k6's default protocol) on this address, e.g. :4317; empty = off.").Default("").String()
 	otlpPrefix := cmd.Flag("otlp.metric-prefix", "Prefix k6 puts on OTLP metric names (K6_OTEL_METRIC_PREFIX); empty strips k6_ when present.").Default("").String()
@@ -53,6 +61,16 @@ func init() {
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
 			*follow = "-"
+		}
+		// kingpin keeps repeatable values between parses (tests parse
+		// many times).
+		defer func() { *results, *envFiles = nil, nil }()
+		// Know each result file's format before replaying it: a summary
+		// file must fail with one clear error, not first with line noise.
+		for _, f := range *results {
+			if err := checkReplayable(f); err != nil {
+				return withCode(2, fmt.Errorf("--k6.results: %w", err))
+			}
 		}
 		log := logger()
 		log.Info("Starting envelope exporter", "version", version.Info())
@@ -70,16 +88,31 @@ func init() {
 			OTLPGRPCAddress:        *otlpGRPC,
 			WebConfigFile:          *webFlags.WebConfigFile,
 		}
+		cfg.MetricLimit, cfg.SeriesTTL, cfg.MaxLabelValue = *metricLimit, *ttl, *maxLabel
+		cfg.NativeMaxBuckets, cfg.NativeBucketBudget = *nativeMax, *nativeBudget
+		cfg.OTLPMemoryBudget, cfg.OTLPStreamLimit = *otlpBudget, *otlpStreams
+		// On the command line 0 means no limit; in Config, the default.
 		if *limit == 0 {
 			cfg.SeriesLimit = -1
 		}
-		if *envFile != "" {
-			env, err := envelope.ReadFile(*envFile)
-			if err != nil {
-				return withCode(2, err)
+		for _, p := range []*int{&cfg.MetricLimit, &cfg.MaxLabelValue, &cfg.NativeMaxBuckets} {
+			if *p == 0 {
+				*p = -1
 			}
-			cfg.Envelope = env
 		}
+		if cfg.SeriesTTL == 0 {
+			cfg.SeriesTTL = -1
+		}
+		for _, p := range []*int64{&cfg.NativeBucketBudget, &cfg.OTLPMemoryBudget} {
+			if *p == 0 {
+				*p = -1
+			}
+		}
+		envs, err := readEnvelopes(*envFiles)
+		if err != nil {
+			return withCode(2, err)
+		}
+		cfg.Envelopes = envs
 		for _, mk := range serveCollectors {
 			c, err := mk()
 			if err != nil {
@@ -106,7 +139,12 @@ func init() {
 		if err != nil {
 			return err
 		}
-		srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger(), ListenAddresses: []string{d.Addr}})
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
+			Logger: logger(), ListenAddresses: []string{d.Addr}})
 		if err != nil {
 			return err
 		}
@@ -116,7 +154,7 @@ func init() {
 		if strings.HasPrefix(host, ":") {
 			host = "localhost" + host
 		}
-		fmt.Fprintf(stdout, "serving the demo envelope on http://%s/metrics (Ctrl-C to stop)\n", host)
+		fmt.Fprintf(stdout, "serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
 		return serve(ctx, srv, serveInputs{results: files})
 	})
 }
@@ -180,4 +218,38 @@ func serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
 		return nil
 	}
 	return err
+}
+
+// readEnvelopes reads every envelope the --envelope flags name: files, or
+// folders whose *.yaml, *.yml and *.json files are all envelopes.
+func readEnvelopes(paths []string) ([]*envelope.Envelope, error) {
+	var out []*envelope.Envelope
+	from := map[string]string{}
+	for _, p := range paths {
+		files := []string{p}
+		if fi, err := os.Stat(p); err != nil {
+			return nil, err
+		} else if fi.IsDir() {
+			files = nil
+			for _, pat := range []string{"*.yaml", "*.yml", "*.json"} {
+				m, _ := filepath.Glob(filepath.Join(p, pat))
+				files = append(files, m...)
+			}
+			if len(files) == 0 {
+				return nil, fmt.Errorf("--envelope %s: folder holds no envelope file (*.yaml, *.yml, *.json)", p)
+			}
+		}
+		for _, f := range files {
+			env, err := envelope.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			if prev, ok := from[env.Name]; ok {
+				return nil, fmt.Errorf("%s: envelope name %q is already used by %s; names must differ", f, env.Name, prev)
+			}
+			from[env.Name] = f
+			out = append(out, env)
+		}
+	}
+	return out, nil
 }

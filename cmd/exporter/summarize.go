@@ -10,13 +10,13 @@ import (
 
 func init() {
 	cmd := app.Command("summarize", "Load k6 results of any format (summary JSON of every shape, NDJSON, CSV; .gz; - for stdin) and print k6's end-of-test statistics per metric and sub-metric.")
-	format := cmd.Flag("format", "Output format: text or json.").Default("text").Enum("text", "json")
+	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
 	statsList := cmd.Flag("stats", "Trend stats to show, as k6's --summary-trend-stats (avg,min,med,max,count,p(N)). Default: avg,min,med,max,p(90),p(95); summary files show the stats they hold.").String()
 	skip := cmd.Flag("skip-warmup", "Drop samples in the first D of the run (point streams), e.g. 3m.").Duration()
 	from := cmd.Flag("from", "Keep samples from start+D (point streams).").Duration()
 	to := cmd.Flag("to", "Keep samples before start+D (point streams).").Duration()
 	groupBy := cmd.Flag("group-by", "Also compute statistics per value of this tag (point streams), e.g. name, endpoint, scenario.").String()
-	mode := cmd.Flag("mode", "exact holds every trend sample (k6's own numbers); sketch keeps bounded memory with at most 0.5% relative error per quantile.").Default("exact").Enum("exact", "sketch")
+	mode := cmd.Flag("mode", choices("exact holds every trend sample (k6's own numbers); sketch keeps bounded memory with at most 0.5% relative error per quantile.", "exact", "sketch")).Default("exact").Enum("exact", "sketch")
 	budget := cmd.Flag("memory-budget", "Switch from exact to sketch mode when trend samples would hold more than this (e.g. 512MB); 0 = no limit.").Default("0").Bytes()
 	lenient := cmd.Flag("lenient", "Skip bad lines, count them and report the count instead of failing.").Bool()
 	subs := cmd.Flag("submetric", "Extra sub-metric to compute from point streams, e.g. 'http_req_duration{name:home}' (repeatable).").Strings()
@@ -56,7 +56,7 @@ func init() {
 			}
 			r, err := k6.Load(f, opts)
 			if err != nil {
-				return withCode(1, err)
+				return withCode(2, err)
 			}
 			if r.Skipped > 0 {
 				logger().Warn("skipped bad lines", "file", f, "count", r.Skipped)

@@ -1,8 +1,9 @@
 // Package backtest replays k6 runs through Prometheus's own rule engine:
 // it turns a run's points into the series the exporter would have exposed
 // (catalogue names and labels, classic histograms in seconds) as a 15 s
-// scrape would have sampled them, stores them in a TSDB, evaluates the
-// rule files at virtual time, and reports which alerts fired and when.
+// scrape would have sampled them, stores them in memory, evaluates the
+// rule files with Prometheus's PromQL engine at virtual time, and reports
+// which alerts fired and when.
 package backtest
 
 import (
@@ -10,7 +11,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,8 +25,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
-	promrules "github.com/prometheus/prometheus/rules"
-	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -43,6 +41,9 @@ type Options struct {
 	// Tail keeps evaluating this long after the last point, with the
 	// exporter still up and the counters flat (0 = stop at the end).
 	Tail time.Duration
+	// SkipWarmup drops the points of the run's first D, as the loader
+	// does for an envelope's baseline runs.
+	SkipWarmup time.Duration
 }
 
 // Alert is one alert that reached firing.
@@ -241,8 +242,64 @@ func (r *replay) touch(s *series, t time.Time) int {
 	return slot
 }
 
-// read streams a k6 NDJSON file (gzip detected by content).
-func (r *replay) read(path string) error {
+// read streams a k6 NDJSON file (gzip detected by content), leaving out
+// the points of the first skip of the run.
+func (r *replay) read(path string, skip time.Duration) error {
+	var from time.Time
+	if skip > 0 {
+		// The run's start as the loader finds it: the earliest point, or
+		// one second before the first vus sample when that is earlier.
+		var minT, vusT time.Time
+		err := scanNDJSON(path, func(p *k6.Point, _ *k6.MetricDef) error {
+			if p == nil {
+				return nil
+			}
+			if minT.IsZero() || p.Time.Before(minT) {
+				minT = p.Time
+			}
+			if p.Metric == "vus" && (vusT.IsZero() || p.Time.Before(vusT)) {
+				vusT = p.Time
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		start := minT
+		if !vusT.IsZero() && vusT.Add(-time.Second).Before(minT) {
+			start = vusT.Add(-time.Second)
+		}
+		from = start.Add(skip)
+	}
+	err := scanNDJSON(path, func(p *k6.Point, def *k6.MetricDef) error {
+		if def != nil {
+			r.defs[def.Name] = def
+			return nil
+		}
+		if r.defs[p.Metric] == nil {
+			return fmt.Errorf("metric: point of %q before its Metric line", p.Metric)
+		}
+		if p.Time.Before(from) {
+			return nil
+		}
+		r.add(p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if r.t0.IsZero() {
+		if skip > 0 {
+			return fmt.Errorf("%s: no points after the first %s (--skip-warmup)", path, skip)
+		}
+		return fmt.Errorf("%s: no points: backtest needs a point stream (k6 --out json)", path)
+	}
+	return nil
+}
+
+// scanNDJSON calls fn for each point (def nil) and each Metric line
+// (def set) of a k6 NDJSON file; errors carry the file and line.
+func scanNDJSON(path string, fn func(p *k6.Point, def *k6.MetricDef) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -274,27 +331,31 @@ func (r *replay) read(path string) error {
 		}
 		if !isPoint {
 			if def != nil {
-				r.defs[def.Name] = def
+				if err := fn(nil, def); err != nil {
+					return fmt.Errorf("%s:%d: %w", path, line, err)
+				}
 			}
 			continue
 		}
-		if r.defs[p.Metric] == nil {
-			return fmt.Errorf("%s:%d: metric: point of %q before its Metric line", path, line, p.Metric)
+		if err := fn(&p, nil); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		r.add(&p)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s:%d: %w", path, line, err)
 	}
-	if r.t0.IsZero() {
-		return fmt.Errorf("%s: no points: backtest needs a point stream (k6 --out json)", path)
-	}
 	return nil
 }
 
-// write appends every series' scraped samples to db.
-func (r *replay) write(ctx context.Context, db *tsdb.DB, up labels.Labels, lastSlot int) error {
-	app := db.Appender(ctx)
+// appender receives the scraped samples: the backtest's in-memory store,
+// or a TSDB in the test that checks the evaluation against Prometheus's
+// rule manager.
+type appender interface {
+	Append(l labels.Labels, t int64, v float64) error
+}
+
+// write appends every series' scraped samples to app.
+func (r *replay) write(app appender, up labels.Labels, lastSlot int) error {
 	ts := func(slot int) int64 { return r.t0.Add(time.Duration(slot) * r.scrape).UnixMilli() }
 	keys := make([]string, 0, len(r.series))
 	for k := range r.series {
@@ -306,7 +367,7 @@ func (r *replay) write(ctx context.Context, db *tsdb.DB, up labels.Labels, lastS
 		s.grow(lastSlot)
 		switch s.kind {
 		case kCounter, kGauge:
-			lb := labels.NewBuilder(s.labels).Set(labels.MetricName, s.name).Labels()
+			lb := labels.NewBuilder(s.labels).Set(model.MetricNameLabel, s.name).Labels()
 			acc, last := 0.0, math.NaN()
 			for slot := s.first; slot <= lastSlot; slot++ {
 				v := s.vals[slot]
@@ -320,7 +381,7 @@ func (r *replay) write(ctx context.Context, db *tsdb.DB, up labels.Labels, lastS
 				if math.IsNaN(v) {
 					continue
 				}
-				if _, err := app.Append(0, lb, ts(slot), v); err != nil {
+				if err := app.Append(lb, ts(slot), v); err != nil {
 					return err
 				}
 			}
@@ -332,10 +393,10 @@ func (r *replay) write(ctx context.Context, db *tsdb.DB, up labels.Labels, lastS
 				if i < n {
 					le = rules.LeValue(s.edges[i])
 				}
-				bl[i] = labels.NewBuilder(s.labels).Set(labels.MetricName, s.name+"_bucket").Set("le", le).Labels()
+				bl[i] = labels.NewBuilder(s.labels).Set(model.MetricNameLabel, s.name+"_bucket").Set("le", le).Labels()
 			}
-			sumL := labels.NewBuilder(s.labels).Set(labels.MetricName, s.name+"_sum").Labels()
-			cntL := labels.NewBuilder(s.labels).Set(labels.MetricName, s.name+"_count").Labels()
+			sumL := labels.NewBuilder(s.labels).Set(model.MetricNameLabel, s.name+"_sum").Labels()
+			cntL := labels.NewBuilder(s.labels).Set(model.MetricNameLabel, s.name+"_count").Labels()
 			acc := make([]float64, n+1)
 			var sum, cnt float64
 			for slot := s.first; slot <= lastSlot; slot++ {
@@ -347,29 +408,36 @@ func (r *replay) write(ctx context.Context, db *tsdb.DB, up labels.Labels, lastS
 				var cum float64
 				for i := 0; i <= n; i++ {
 					cum += acc[i]
-					if _, err := app.Append(0, bl[i], ts(slot), cum); err != nil {
+					if err := app.Append(bl[i], ts(slot), cum); err != nil {
 						return err
 					}
 				}
-				if _, err := app.Append(0, sumL, ts(slot), sum); err != nil {
+				if err := app.Append(sumL, ts(slot), sum); err != nil {
 					return err
 				}
-				if _, err := app.Append(0, cntL, ts(slot), cnt); err != nil {
+				if err := app.Append(cntL, ts(slot), cnt); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	for slot := 1; slot <= lastSlot; slot++ {
-		if _, err := app.Append(0, up, ts(slot), 1); err != nil {
+		if err := app.Append(up, ts(slot), 1); err != nil {
 			return err
 		}
 	}
-	return app.Commit()
+	return nil
 }
 
-// File backtests one run file against the rule files.
-func File(ctx context.Context, env *envelope.Envelope, ruleFiles []string, path string, o Options) (*Run, error) {
+// prepared is a run read and turned into scraped series, ready to store.
+type prepared struct {
+	r        *replay
+	up       labels.Labels
+	lastSlot int
+}
+
+// prepare reads the run file and models its scrapes.
+func prepare(env *envelope.Envelope, path string, o *Options) (*prepared, error) {
 	if o.Scrape <= 0 {
 		o.Scrape = 15 * time.Second
 	}
@@ -380,103 +448,90 @@ func File(ctx context.Context, env *envelope.Envelope, ruleFiles []string, path 
 		return nil, err
 	}
 	r := &replay{scrape: o.Scrape, env: env, layouts: map[string][]float64{}, defs: map[string]*k6.MetricDef{}, series: map[string]*series{}}
-	if err := r.read(path); err != nil {
+	if err := r.read(path, o.SkipWarmup); err != nil {
 		return nil, err
 	}
 	up, err := upLabels(o.ExporterSelector)
 	if err != nil {
 		return nil, err
 	}
-	lastSlot := r.maxSlot + int(o.Tail/o.Scrape)
+	return &prepared{r: r, up: up, lastSlot: r.maxSlot + int(o.Tail/o.Scrape)}, nil
+}
 
-	dir, err := os.MkdirTemp("", "envelope-backtest-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	logger := slog.New(slog.DiscardHandler)
-	db, err := tsdb.Open(dir, logger, nil, tsdb.DefaultOptions(), nil)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	if err := r.write(ctx, db, up, lastSlot); err != nil {
-		return nil, fmt.Errorf("%s: storing series: %w", path, err)
-	}
+// firing records alerts when they first reach firing.
+type firing struct {
+	run  *Run
+	t0   time.Time
+	seen map[string]bool
+}
 
-	engine := promql.NewEngine(promql.EngineOpts{Logger: logger, MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
-	p := parser.NewParser(parser.Options{})
-	mgr := promrules.NewManager(&promrules.ManagerOptions{
-		QueryFunc:    promrules.EngineQueryFunc(engine, db),
-		AppendableV2: db,
-		Queryable:    db,
-		Context:      ctx,
-		NotifyFunc:   func(context.Context, string, ...*promrules.Alert) {},
-		Logger:       logger,
-		Parser:       p,
-	})
-	groups, errs := mgr.LoadGroups(o.Scrape, labels.EmptyLabels(), "", nil, false, ruleFiles...)
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+func (f *firing) note(alertname string, l labels.Labels, ts time.Time) {
+	key := l.String()
+	if f.seen[key] {
+		return
 	}
-	ordered := make([]*promrules.Group, 0, len(groups))
-	for _, g := range groups {
-		ordered = append(ordered, g)
-		for _, rl := range g.Rules() {
-			if ar, ok := rl.(*promrules.AlertingRule); ok {
-				ar.SetRestored(true)
-			}
-		}
-	}
-	// Files, then groups in file order, as Prometheus evaluates them.
-	sort.SliceStable(ordered, func(i, j int) bool {
-		if ordered[i].File() != ordered[j].File() {
-			return ordered[i].File() < ordered[j].File()
-		}
-		return ordered[i].Name() < ordered[j].Name()
-	})
+	f.seen[key] = true
+	f.run.Alerts = append(f.run.Alerts, Alert{Alertname: alertname, Labels: l.Map(), FirstFiringS: ts.Sub(f.t0).Seconds()})
+}
 
-	run := &Run{Source: path, DurationS: (time.Duration(r.maxSlot) * o.Scrape).Seconds(), Alerts: []Alert{}}
-	seen := map[string]bool{}
-	for slot := 1; slot <= lastSlot; slot++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		ts := r.t0.Add(time.Duration(slot) * o.Scrape)
-		for _, g := range ordered {
-			if iv := g.Interval(); iv > o.Scrape && (time.Duration(slot)*o.Scrape)%iv != 0 {
-				continue
-			}
-			g.Eval(ctx, ts)
-			for _, rl := range g.Rules() {
-				if err := rl.LastError(); err != nil {
-					return nil, fmt.Errorf("rule %s at %s: %w", rl.Name(), ts.Sub(r.t0), err)
-				}
-				ar, ok := rl.(*promrules.AlertingRule)
-				if !ok {
-					continue
-				}
-				for _, a := range ar.ActiveAlerts() {
-					if a.State != promrules.StateFiring {
-						continue
-					}
-					key := a.Labels.String()
-					if seen[key] {
-						continue
-					}
-					seen[key] = true
-					run.Alerts = append(run.Alerts, Alert{Alertname: ar.Name(), Labels: a.Labels.Map(), FirstFiringS: ts.Sub(r.t0).Seconds()})
-				}
-			}
-		}
-	}
-	sort.SliceStable(run.Alerts, func(i, j int) bool {
-		a, b := run.Alerts[i], run.Alerts[j]
+func (f *firing) sort() {
+	sort.SliceStable(f.run.Alerts, func(i, j int) bool {
+		a, b := f.run.Alerts[i], f.run.Alerts[j]
 		if a.FirstFiringS != b.FirstFiringS {
 			return a.FirstFiringS < b.FirstFiringS
 		}
 		return labels.FromMap(a.Labels).String() < labels.FromMap(b.Labels).String()
 	})
+}
+
+// newEngine is the PromQL engine of a backtest, with Prometheus's
+// default lookback.
+func newEngine(logger *slog.Logger) *promql.Engine {
+	return promql.NewEngine(promql.EngineOpts{Logger: logger, MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+}
+
+// File backtests one run file against the rule files.
+func File(ctx context.Context, env *envelope.Envelope, ruleFiles []string, path string, o Options) (*Run, error) {
+	pr, err := prepare(env, path, &o)
+	if err != nil {
+		return nil, err
+	}
+	r := pr.r
+	store := newMemStore()
+	if err := r.write(store, pr.up, pr.lastSlot); err != nil {
+		return nil, fmt.Errorf("%s: storing series: %w", path, err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	groups, err := loadGroups(ruleFiles, o.Scrape, logger)
+	if err != nil {
+		return nil, err
+	}
+	e := &ruleEngine{engine: newEngine(logger), store: store}
+
+	run := &Run{Source: path, DurationS: (time.Duration(r.maxSlot) * o.Scrape).Seconds(), Alerts: []Alert{}}
+	fired := &firing{run: run, t0: r.t0, seen: map[string]bool{}}
+	for slot := 1; slot <= pr.lastSlot; slot++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ts := r.t0.Add(time.Duration(slot) * o.Scrape)
+		for _, g := range groups {
+			if g.interval > o.Scrape && (time.Duration(slot)*o.Scrape)%g.interval != 0 {
+				continue
+			}
+			if err := e.evalGroup(ctx, g, ts); err != nil {
+				return nil, fmt.Errorf("%s at %s", err, ts.Sub(r.t0))
+			}
+			for _, rl := range g.rules {
+				for _, a := range rl.active {
+					if a.state == stateFiring && a.resolvedAt.IsZero() {
+						fired.note(rl.name, a.labels, ts)
+					}
+				}
+			}
+		}
+	}
+	fired.sort()
 	return run, nil
 }
 
@@ -485,7 +540,7 @@ func upLabels(sel string) (labels.Labels, error) {
 	if err != nil {
 		return labels.EmptyLabels(), fmt.Errorf("exporter selector %q: %w", sel, err)
 	}
-	m := map[string]string{labels.MetricName: "up", "instance": "backtest"}
+	m := map[string]string{model.MetricNameLabel: "up", "instance": "backtest"}
 	for _, x := range ms {
 		if x.Type == labels.MatchEqual {
 			m[x.Name] = x.Value
@@ -530,7 +585,7 @@ func (rep *Report) Text() string {
 		fmt.Fprintf(&b, "%d alert(s) fired\n", len(r.Alerts))
 		for _, a := range r.Alerts {
 			l := labels.FromMap(a.Labels)
-			l = labels.NewBuilder(l).Del(labels.AlertName).Labels()
+			l = labels.NewBuilder(l).Del(model.AlertNameLabel).Labels()
 			fmt.Fprintf(&b, "  %-32s first firing at %6.0fs  %s\n", a.Alertname, a.FirstFiringS, l.String())
 		}
 	}

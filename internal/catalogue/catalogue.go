@@ -110,21 +110,21 @@ var (
 // Exporter self-metrics.
 var (
 	ExporterPointsIngested = Desc{Name: "envelope_exporter_points_ingested_total", Type: CounterType, Unit: "points",
-		Help: "k6 samples ingested, by input (ndjson, results, otlp).", Labels: []string{"source"}, Source: "exporter"}
+		Help: "k6 samples kept (not refused, not dropped over a limit), by input (ndjson, results, otlp, api).", Labels: []string{"source"}, Source: "exporter"}
 	ExporterBadLines = Desc{Name: "envelope_exporter_bad_lines_total", Type: CounterType, Unit: "lines",
-		Help: "Malformed k6 input skipped, by input and reason.", Labels: []string{"source", "reason"}, Source: "exporter"}
+		Help: "Bad k6 input, by input and reason: skipped (malformed, bad_value, overflow, unknown_metric, bad_name, label_too_long, late_point, bad_histogram, ...) or repaired (invalid_utf8: label values kept with U+FFFD).", Labels: []string{"source", "reason"}, Source: "exporter"}
 	ExporterIngestLag = Desc{Name: "envelope_exporter_ingest_lag_seconds", Type: GaugeType, Unit: "seconds",
 		Help: "Time between the newest live sample's k6 timestamp and its ingestion.", Labels: []string{"source"}, Source: "exporter"}
 	ExporterLastPoint = Desc{Name: "envelope_exporter_last_point_timestamp_seconds", Type: GaugeType, Unit: "seconds",
 		Help: "k6 timestamp of the newest sample ingested, by input.", Labels: []string{"source"}, Source: "exporter"}
 	ExporterOTLPRequests = Desc{Name: "envelope_exporter_otlp_requests_total", Type: CounterType, Unit: "requests",
-		Help: "OTLP export requests received on /v1/metrics, by outcome (ok, bad_request, too_large, unsupported_media_type, method_not_allowed).", Labels: []string{"outcome"}, Source: "exporter"}
+		Help: "OTLP export requests received (HTTP /v1/metrics and gRPC), by outcome (ok, partial, bad_request, too_large, unsupported_media_type, method_not_allowed, busy, unauthorized).", Labels: []string{"outcome"}, Source: "exporter"}
 	ExporterSeries = Desc{Name: "envelope_exporter_series", Type: GaugeType, Unit: "series",
 		Help: "k6 label sets currently held.", Source: "exporter"}
 	ExporterSeriesLimit = Desc{Name: "envelope_exporter_series_limit", Type: GaugeType, Unit: "series",
 		Help: "Maximum k6 label sets held (--k6.series-limit); 0 means no limit.", Source: "exporter"}
 	ExporterSeriesOverflow = Desc{Name: "envelope_exporter_series_overflow_total", Type: CounterType, Unit: "points",
-		Help: "k6 samples dropped because their label set would exceed the series limit.", Source: "exporter"}
+		Help: "k6 samples dropped over a limit, by reason: series (--k6.series-limit), metrics (--k6.metric-limit), streams (--otlp.stream-limit).", Labels: []string{"reason"}, Source: "exporter"}
 	ExporterFollowReopens = Desc{Name: "envelope_exporter_follow_reopens_total", Type: CounterType, Unit: "reopens",
 		Help: "Times the followed NDJSON file was reopened after truncation or rotation.", Source: "exporter"}
 	ExporterOTLPPushErrors = Desc{Name: "envelope_exporter_otlp_push_errors_total", Type: CounterType, Unit: "errors",

@@ -19,11 +19,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Theme is a colour scheme.
@@ -167,10 +169,12 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	p.Title.Text = c.Title
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
+	p.Y.Tick.Marker = spanTicks{}
 	if c.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	}
+	p.Title.Padding = vg.Points(6)
 	g := plotter.NewGrid()
 	g.Vertical.Color = nil
 	g.Horizontal.Color = t.Grid
@@ -298,7 +302,66 @@ func Render(c Chart, t Theme, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return p.Save(w, h, path)
+	return save(p, w, h, path)
+}
+
+// margin keeps the title off the top edge and the legend's swatches,
+// drawn flush with the plot's right edge, inside the image.
+const margin = 8 // points
+
+// save writes p as a PNG of w×h with a margin on every side.
+func save(p *plot.Plot, w, h vg.Length, path string) (err error) {
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	m := vg.Points(margin)
+	if p.BackgroundColor != nil {
+		dc.SetColor(p.BackgroundColor)
+		dc.Fill(dc.Rectangle.Path())
+	}
+	p.Draw(draw.Crop(dc, m, -m, m, -m))
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if e := f.Close(); err == nil {
+			err = e
+		}
+	}()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
+
+// spanTicks are gonum's default ticks with labels printed at the
+// precision the tick spacing needs: an axis from 55.9 to 56.3 reads
+// 55.9, 56.0, 56.1, … rather than 56, 56, 56.
+type spanTicks struct{}
+
+func (spanTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	var major []float64
+	for _, t := range ts {
+		if t.Label != "" {
+			major = append(major, t.Value)
+		}
+	}
+	if len(major) < 2 {
+		return ts
+	}
+	step := math.Inf(1)
+	for i := 1; i < len(major); i++ {
+		step = math.Min(step, major[i]-major[i-1])
+	}
+	if !(step > 0) || math.IsInf(step, 0) {
+		return ts
+	}
+	prec := max(0, int(math.Ceil(-math.Log10(step)-1e-9)))
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', prec, 64)
+		}
+	}
+	return ts
 }
 
 // Paths are the files WriteThemed wrote, relative to the report.

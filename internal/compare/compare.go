@@ -45,6 +45,9 @@ type Options struct {
 	AllowWorkloadChange bool
 	// Seed makes the bootstrap reproducible.
 	Seed uint64
+	// SkipWarmup is the warm-up the loader cut from the candidates' point
+	// streams; the workload check adds it back to compare whole runs.
+	SkipWarmup time.Duration
 }
 
 // Figure is one compared figure. Percentages are relative changes
@@ -90,6 +93,8 @@ type Result struct {
 	Sentences   []string `json:"sentences"`
 	Warnings    []string `json:"warnings,omitempty"`
 	Regressed   bool     `json:"regressed"`
+	// SkipWarmup is the warm-up dropped from each candidate's points.
+	SkipWarmup string `json:"skip_warmup,omitempty"`
 }
 
 // WorkloadError says the candidates ran a different workload.
@@ -135,7 +140,10 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	for _, r := range runs {
 		res.Candidates = append(res.Candidates, r.Source)
 	}
-	diffs, vus := workloadDiffs(env, runs)
+	if opts.SkipWarmup > 0 {
+		res.SkipWarmup = opts.SkipWarmup.String()
+	}
+	diffs, vus := workloadDiffs(env, runs, opts.SkipWarmup)
 	res.VUs = vus
 	if len(diffs) > 0 {
 		if !opts.AllowWorkloadChange {
@@ -148,12 +156,11 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	}
 
 	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res}
-	c.ratioFigure("throughput", "", "req/s", "higher", tol.ThroughputDrop,
-		func(r envelope.RunFigures) float64 { return r.RPS }, candRPS)
-	c.ratioFigure("p95", "", "ms", "lower", tol.LatencyRise,
-		func(r envelope.RunFigures) float64 { return r.P95 }, candStat(nil, "p(95)"))
-	c.ratioFigure("p99", "", "ms", "lower", tol.LatencyRise,
-		func(r envelope.RunFigures) float64 { return r.P99 }, candStat(nil, "p(99)"))
+	c.loadSamples()
+	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
+	c.throughputFigure()
+	c.quantileFigure("p95", "p(95)")
+	c.quantileFigure("p99", "p(99)")
 	c.errorFigure()
 	names := make([]string, 0, len(env.Endpoints))
 	for n := range env.Endpoints {
@@ -218,6 +225,9 @@ type comparer struct {
 	method string
 	seed   uint64
 	res    *Result
+	// samples are each candidate's latency samples, for its own
+	// sampling error (runs from point files only).
+	samples []runSamples
 }
 
 // candRPS is a run's http_reqs rate, or count over duration.
@@ -340,7 +350,11 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope has no %s band over 2 or more runs for this endpoint", stat)
 	case len(missing) > 0:
 		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
+	case len(c.endpointRunValues(name, stat)) >= 2:
+		// Each baseline run's own value: the real run-to-run spread.
+		c.runLevel(&f, c.endpointRunValues(name, stat), c.candValues(cv, name, stat))
 	default:
+		f.Note = "the envelope keeps only this endpoint's band: run-to-run spread estimated from its range"
 		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
 		bm := stats.LogMoments{N: band.N, Mean: (lmin + lmax) / 2, SD: (lmax - lmin) / rangeD2(band.N)}
 		cm, err := stats.LogMomentsOf(cv)
@@ -375,7 +389,13 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.CILowPct = 100 * (r.Low - 1)
 	f.CIHighPct = 100 * (r.High - 1)
 	f.MDCPct = 100 * r.MDC
-	f.Method = r.Method + strings.TrimPrefix(f.Method, "welch-log")
+	// The interval's own method, plus how the baseline was modelled when
+	// the figure says so ("welch-log, baseline spread from …").
+	detail := ""
+	if rest, ok := strings.CutPrefix(f.Method, "welch-log"); ok {
+		detail = rest
+	}
+	f.Method = r.Method + detail
 	if better == "lower" {
 		f.P = r.PAbove(tol)
 		switch {
@@ -521,7 +541,7 @@ func runVUs(r *k6.Run) int {
 
 // workloadDiffs names how the candidates' workload differs from the
 // envelope's (VUs, duration), and the candidates' common VU count.
-func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
+func workloadDiffs(env *envelope.Envelope, runs []*k6.Run, skipped time.Duration) ([]string, int) {
 	var diffs []string
 	w := env.Provenance.Workload
 	vus := -1
@@ -536,9 +556,14 @@ func workloadDiffs(env *envelope.Envelope, runs []*k6.Run) ([]string, int) {
 			diffs = append(diffs, fmt.Sprintf("%s ran %d VUs, the baseline %d", r.Source, v, w.VUs))
 		}
 		if w.Duration != "" && r.Duration > 0 {
+			// The envelope's duration is a whole run, warm-up included.
+			whole := r.Duration
+			if r.Mode != k6.ModeSummary {
+				whole += skipped
+			}
 			if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 {
-				if ratio := r.Duration.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
-					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, r.Duration.Round(time.Second), d))
+				if ratio := whole.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
+					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, whole.Round(time.Second), d))
 				}
 			}
 		}

@@ -185,7 +185,10 @@ func TestCompareWorkload(t *testing.T) {
 }
 
 func TestCompareOutputs(t *testing.T) {
-	run := runSpec{vus: 50, rps: 56.1, p95: 380 * 1.25, p99: 930, total: 20000, login: 1240, actor95: 20}
+	// Two candidate runs vary like baseline runs (the pooled run-level
+	// spread, ~4% here), so a rise must clear the tolerance by that much:
+	// +35% does, after Holm over 7 figures.
+	run := runSpec{vus: 50, rps: 56.1, p95: 380 * 1.35, p99: 930, total: 20000, login: 1240, actor95: 20}
 	res, err := Compare(testEnvelope(), []*k6.Run{testRun("a", run), testRun("b", run)}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +197,7 @@ func TestCompareOutputs(t *testing.T) {
 	if err := res.WriteText(&txt); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Aggregate p95 rose 24.9% versus baseline (95% CI", "Result: REGRESSION", "auth_login p95"} {
+	for _, want := range []string{"Aggregate p95 rose 34.9% versus baseline (95% CI", "Result: REGRESSION", "auth_login p95"} {
 		if !strings.Contains(txt.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, txt.String())
 		}

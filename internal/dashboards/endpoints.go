@@ -19,18 +19,20 @@ func endpoints(b *board, o Options) {
 	reqs, dur := catalogue.HTTPReqs, catalogue.HTTPReqDuration
 
 	b.row("Traffic")
-	b.timeseries(12, 8, panelSpec{
+	p := b.timeseries(12, 8, panelSpec{
 		Title:   "Request rate by endpoint",
 		Desc:    "Requests per second per endpoint (k6 name tag), summed over tests, scenarios and k6 instances. The mix should match the envelope's request mix.",
 		Unit:    units.RequestsPerSecond,
 		Targets: []target{{Expr: rate(reqs, byEndpoint, endpointMatcher), Legend: "{{name}}"}},
 	})
-	b.timeseries(12, 8, panelSpec{
+	labelSeries(p, o)
+	p = b.timeseries(12, 8, panelSpec{
 		Title:   "Error ratio by endpoint",
 		Desc:    "Failed over all requests per endpoint (http_req_failed), from summed counters.",
 		Unit:    units.PercentUnit,
 		Targets: []target{{Expr: errorRatio(byEndpoint, "$__rate_interval", endpointMatcher), Legend: "{{name}}"}},
 	}).Thresholds(thresholds("transparent", at(errorLimit(o), "red"))).ThresholdsStyle(lineThresholds())
+	labelSeries(p, o)
 
 	b.row("Latency")
 	for _, q := range []struct {
@@ -53,19 +55,22 @@ func endpoints(b *board, o Options) {
 			{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
 			{Id: "custom.fillOpacity", Value: 0},
 		})
+		labelSeries(p, o, " band min", " band max")
 	}
-	b.timeseries(12, 8, panelSpec{
+	p = b.timeseries(12, 8, panelSpec{
 		Title:   "Median latency by endpoint",
 		Desc:    "p50 of http_req_duration per endpoint from histogram_quantile over summed rates.",
 		Unit:    units.Seconds,
 		Targets: []target{{Expr: quantile(0.5, dur, byEndpoint, "$__rate_interval", endpointMatcher), Legend: "{{name}}"}},
 	})
-	b.timeseries(12, 8, panelSpec{
+	labelSeries(p, o)
+	p = b.timeseries(12, 8, panelSpec{
 		Title:   "Mean latency by endpoint",
 		Desc:    "Mean http_req_duration per endpoint: histogram sum over count of summed rates. Compare with the median: a mean far above it means a heavy tail.",
 		Unit:    units.Seconds,
 		Targets: []target{{Expr: mean(dur, byEndpoint, "$__rate_interval", endpointMatcher), Legend: "{{name}}"}},
 	})
+	labelSeries(p, o)
 
 	b.row("Request phases")
 	phases := b.timeseries(12, 9, panelSpec{

@@ -111,6 +111,13 @@ func ReadSnapshots(r io.Reader, name string) ([]Snapshot, error) {
 	return out, nil
 }
 
+func formatName(f string) string {
+	if f == "" {
+		return "unknown"
+	}
+	return f
+}
+
 // RunsFromEnvelope pairs each source's time window with its request count.
 func RunsFromEnvelope(env *envelope.Envelope) ([]Run, error) {
 	reqs := map[string]int64{}
@@ -120,7 +127,9 @@ func RunsFromEnvelope(env *envelope.Envelope) ([]Run, error) {
 	var runs []Run
 	for i, s := range env.Provenance.Sources {
 		if s.Start.IsZero() || s.End.IsZero() {
-			return nil, fmt.Errorf("envelope: provenance.sources[%d] (%s): start and end are needed to match ECS snapshots", i, s.File)
+			return nil, fmt.Errorf("envelope: provenance.sources[%d] (%s, format %s): start and end are needed to match ECS snapshots, and this format carries no run times; "+
+				"build the envelope from the runs' point files (k6 --out json or csv) or machine-readable summaries, "+
+				"or, without snapshots, state the topology with `exporter baseline --topology KEY=VALUE` (or --params) instead", i, s.File, formatName(s.Format))
 		}
 		runs = append(runs, Run{Name: s.File, Start: s.Start, End: s.End, Requests: reqs[s.File]})
 	}

@@ -191,7 +191,15 @@ func TestRunsFromEnvelope(t *testing.T) {
 		t.Fatalf("RunsFromEnvelope = %+v, %v", runs, err)
 	}
 	env.Provenance.Sources[0].End = time.Time{}
-	if _, err := RunsFromEnvelope(env); err == nil || !strings.Contains(err.Error(), "provenance.sources[0] (a.json)") {
+	if _, err := RunsFromEnvelope(env); err == nil || !strings.Contains(err.Error(), "provenance.sources[0] (a.json") {
 		t.Fatalf("missing end: err = %v", err)
+	}
+	// A summary-export envelope: the error says what to give instead.
+	env.Provenance.Sources[0] = envelope.Source{File: "a.json", Format: "summary-export"}
+	_, err = RunsFromEnvelope(env)
+	for _, want := range []string{"format summary-export", "--out json or csv", "exporter baseline --topology"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("summary-export sources: err = %v, want %q", err, want)
+		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 )
@@ -173,9 +172,6 @@ func NewClient(endpoint string, timeout time.Duration) (*Client, error) {
 	}
 	return &Client{base: endpoint, http: &http.Client{}, timeout: timeout}, nil
 }
-
-// EndpointFromEnv returns ECS_CONTAINER_METADATA_URI_V4, or "" outside ECS.
-func EndpointFromEnv() string { return os.Getenv(EnvMetadataURI) }
 
 // Endpoint is the base URL the client reads.
 func (c *Client) Endpoint() string { return c.base }

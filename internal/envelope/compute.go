@@ -23,6 +23,7 @@ type Input struct {
 // Options steer Compute.
 type Options struct {
 	Name       string
+	Match      string        // label matchers of the tests the envelope judges (Envelope.Match)
 	GroupBy    string        // tag whose values become endpoint bands ("" = none)
 	SkipWarmup time.Duration // recorded in provenance; the loader applied it
 	// Force accepts runs whose workloads or metric sets differ; the
@@ -89,6 +90,7 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		APIVersion: APIVersion,
 		Kind:       Kind,
 		Name:       opts.Name,
+		Match:      opts.Match,
 		Tolerance:  tol,
 		Endpoints:  map[string]Endpoint{},
 	}
@@ -114,7 +116,7 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	}
 
 	env.Provenance = provenance(in, opts)
-	if d, ok := measuredDurationDisagrees(in, opts.Workload); ok {
+	if d, ok := measuredDurationDisagrees(in, opts.Workload, skippedWarmup(in, opts)); ok {
 		// `k6 inspect` resolves options without the runs' -e values, so a
 		// script reading __ENV.DURATION reports its default. compare
 		// judges candidates by their measured duration, so the envelope
@@ -165,7 +167,8 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	}
 
 	// Endpoint bands: custom trends, tagged sub-metrics, --group-by values.
-	for _, key := range endpointKeys(in, opts.GroupBy) {
+	keys := endpointKeys(in, opts.GroupBy)
+	for _, key := range keys {
 		ep := key.ep
 		bands, miss := latencyBands(in, key.get)
 		ep.Avg, ep.Median, ep.P95, ep.P99, ep.Max = bands.Avg, bands.Median, bands.P95, bands.P99, bands.Max
@@ -175,6 +178,9 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		}
 	}
 	env.Endpoints = withShares(env.Endpoints, in, opts.GroupBy)
+	// Every run's own value of every endpoint statistic, so comparisons
+	// measure the run-to-run spread instead of guessing it from a band.
+	fillRunValues(env, in, keys, conf)
 
 	// Bands resting on one run (but more were given) are flagged.
 	if n > 1 {
@@ -577,7 +583,9 @@ func provenance(in []Input, opts Options) Provenance {
 		for _, r := range in {
 			sum += r.Run.Duration
 		}
-		p.Workload.Duration = (sum / time.Duration(len(in))).Round(time.Second).String()
+		// Workload.Duration is a whole run: the skipped warm-up counts, so
+		// candidates are judged by their length before any window.
+		p.Workload.Duration = (sum/time.Duration(len(in)) + skippedWarmup(in, opts)).Round(time.Second).String()
 	}
 	if o := opts.Workload; o != nil {
 		// The options file is the script's own word on the load shape.
@@ -610,7 +618,7 @@ func testID(r *k6.Run) string {
 // measuredDurationDisagrees returns the runs' mean measured duration when
 // the options file's duration is outside 0.75–1.25 of it, the bounds
 // compare uses to tell a different workload.
-func measuredDurationDisagrees(in []Input, o *Workload) (time.Duration, bool) {
+func measuredDurationDisagrees(in []Input, o *Workload, skipped time.Duration) (time.Duration, bool) {
 	if o == nil || o.Duration == "" {
 		return 0, false
 	}
@@ -625,9 +633,18 @@ func measuredDurationDisagrees(in []Input, o *Workload) (time.Duration, bool) {
 		}
 		sum += r.Run.Duration
 	}
-	mean := (sum / time.Duration(len(in))).Round(time.Second)
+	mean := (sum/time.Duration(len(in)) + skipped).Round(time.Second)
 	if ratio := mean.Seconds() / want.Seconds(); ratio >= 0.75 && ratio <= 1.25 {
 		return 0, false
 	}
 	return mean, true
+}
+
+// skippedWarmup is the warm-up the loader cut from the runs' measured
+// durations: none for summary files, which always cover the whole run.
+func skippedWarmup(in []Input, opts Options) time.Duration {
+	if opts.SkipWarmup <= 0 || len(in) == 0 || in[0].Run.Mode == k6.ModeSummary {
+		return 0
+	}
+	return opts.SkipWarmup
 }

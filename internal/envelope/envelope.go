@@ -4,7 +4,11 @@
 // file that the rules, the exporter and the reports consume.
 package envelope
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // APIVersion and Kind identify an envelope file.
 const (
@@ -18,6 +22,12 @@ type Envelope struct {
 	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
 	Kind       string `json:"kind" yaml:"kind"`
 	Name       string `json:"name" yaml:"name"`
+	// Match selects the k6 series of the tests this envelope judges:
+	// PromQL label matchers without braces on k6 tags, e.g.
+	// `envelope="checkout-native-50vu"` or
+	// `scenario="baseline_mix", testid=~"nightly-.*"`. Empty judges every
+	// k6 test. Every generated rule selects with it.
+	Match string `json:"match,omitempty" yaml:"match,omitempty"`
 
 	Provenance Provenance   `json:"provenance" yaml:"provenance"`
 	Runs       []RunFigures `json:"runs" yaml:"runs"`
@@ -30,6 +40,7 @@ type Envelope struct {
 	Endpoints            map[string]Endpoint `json:"endpoints" yaml:"endpoints"`
 	Saturation           Saturation          `json:"saturation" yaml:"saturation"`
 	ECS                  *ECS                `json:"ecs,omitempty" yaml:"ecs,omitempty"`
+	Topology             *Topology           `json:"topology,omitempty" yaml:"topology,omitempty"`
 	Tolerance            Tolerance           `json:"tolerance" yaml:"tolerance"`
 	Warnings             []string            `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 }
@@ -82,6 +93,14 @@ type RunFigures struct {
 	P99             float64 `json:"p99" yaml:"p99"`
 	Max             float64 `json:"max" yaml:"max"`
 	MaxOutlier      bool    `json:"max_outlier" yaml:"max_outlier"` // max above the p99 band
+	// P95CI and P99CI are the order-statistic intervals of this run's
+	// http_req_duration p95 and p99 at tolerance.confidence: how far
+	// sampling alone moves them. Only point files give them.
+	P95CI *Interval `json:"p95_ci,omitempty" yaml:"p95_ci,omitempty"`
+	P99CI *Interval `json:"p99_ci,omitempty" yaml:"p99_ci,omitempty"`
+	// Endpoints holds this run's value of each endpoint statistic, keyed
+	// as the envelope's endpoints; absent for endpoints the run lacks.
+	Endpoints map[string]RunEndpoint `json:"endpoints,omitempty" yaml:"endpoints,omitempty"`
 }
 
 // Spread summarizes one value per run: mean, min, max, sample standard
@@ -132,6 +151,9 @@ type Endpoint struct {
 	Metric string `json:"metric,omitempty" yaml:"metric,omitempty"` // custom trend name, e.g. actor_get
 	Tag    string `json:"tag,omitempty" yaml:"tag,omitempty"`       // e.g. name
 	Value  string `json:"value,omitempty" yaml:"value,omitempty"`   // e.g. "GET /actors/{id}"
+	// Label is the display name reports and dashboards show, e.g.
+	// "Auth login (Cognito)"; the key when empty.
+	Label string `json:"label,omitempty" yaml:"label,omitempty"`
 
 	Avg    Band `json:"avg" yaml:"avg"`
 	Median Band `json:"median" yaml:"median"`
@@ -159,6 +181,65 @@ type ECS struct {
 	MemoryUtilisation Band `json:"memory_utilisation" yaml:"memory_utilisation"` // ratio of the limit
 	// CPU seconds per request, for the efficiency alert.
 	CPUSecondsPerRequest Band `json:"cpu_seconds_per_request" yaml:"cpu_seconds_per_request"`
+}
+
+// Topology is what the baseline ran on, as the user states it when no
+// ECS snapshots measured it: the operating point's sentence names it.
+type Topology struct {
+	Platform        string   `json:"platform,omitempty" yaml:"platform,omitempty"`                   // e.g. ECS, ECS Fargate
+	TasksPerService int      `json:"tasks_per_service,omitempty" yaml:"tasks_per_service,omitempty"` // running tasks of each service
+	TaskCPUUnits    int      `json:"task_cpu_units,omitempty" yaml:"task_cpu_units,omitempty"`       // 1024 = 1 vCPU
+	TaskMemoryMiB   int      `json:"task_memory_mib,omitempty" yaml:"task_memory_mib,omitempty"`
+	Runtime         string   `json:"runtime,omitempty" yaml:"runtime,omitempty"`               // e.g. GraalVM native images
+	LoadGenerator   string   `json:"load_generator,omitempty" yaml:"load_generator,omitempty"` // e.g. in-VPC EC2
+	Notes           []string `json:"notes,omitempty" yaml:"notes,omitempty"`
+}
+
+// Phrase is the topology as the operating point's sentence says it:
+// "1 ECS task per service, 256 CPU / 512 MiB, GraalVM native images,
+// load generator in-VPC EC2".
+func (t *Topology) Phrase() string {
+	if t == nil {
+		return ""
+	}
+	var parts []string
+	platform := t.Platform
+	if platform == "" {
+		platform = "ECS"
+	}
+	if t.TasksPerService > 0 {
+		word := "tasks"
+		if t.TasksPerService == 1 {
+			word = "task"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s %s per service", t.TasksPerService, platform, word))
+	} else if t.Platform != "" {
+		parts = append(parts, t.Platform)
+	}
+	switch {
+	case t.TaskCPUUnits > 0 && t.TaskMemoryMiB > 0:
+		parts = append(parts, fmt.Sprintf("%d CPU / %d MiB", t.TaskCPUUnits, t.TaskMemoryMiB))
+	case t.TaskCPUUnits > 0:
+		parts = append(parts, fmt.Sprintf("%d CPU", t.TaskCPUUnits))
+	case t.TaskMemoryMiB > 0:
+		parts = append(parts, fmt.Sprintf("%d MiB", t.TaskMemoryMiB))
+	}
+	if t.Runtime != "" {
+		parts = append(parts, t.Runtime)
+	}
+	if t.LoadGenerator != "" {
+		parts = append(parts, "load generator "+t.LoadGenerator)
+	}
+	parts = append(parts, t.Notes...)
+	return strings.Join(parts, ", ")
+}
+
+// DisplayName is the endpoint's label, or key when it has none.
+func (e Endpoint) DisplayName(key string) string {
+	if e.Label != "" {
+		return e.Label
+	}
+	return key
 }
 
 // Tolerance is the policy the rules and comparisons apply on top of the

@@ -2,11 +2,11 @@ package envelope
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // saturation judges whether the runs were below saturation by the three
@@ -146,19 +146,9 @@ func halves(r *k6.Run) (rate, p95 float64, ok bool) {
 	if n[0] == 0 || len(lat[0]) < 20 || len(lat[1]) < 20 {
 		return 0, 0, false
 	}
-	a, b := quantile(lat[0], 0.95), quantile(lat[1], 0.95)
+	a, b := stats.Quantile(slices.Sorted(slices.Values(lat[0])), 0.95), stats.Quantile(slices.Sorted(slices.Values(lat[1])), 0.95)
 	if a == 0 {
 		return 0, 0, false
 	}
 	return (n[1] - n[0]) / n[0], (b - a) / a, true
-}
-
-// quantile is k6's percentile formula (linear between neighbours).
-func quantile(xs []float64, p float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	r := p * float64(len(s)-1)
-	lo := int(math.Floor(r))
-	hi := int(math.Ceil(r))
-	return s[lo] + (s[hi]-s[lo])*(r-float64(lo))
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden exposition files in testdata/golden")
@@ -132,7 +132,7 @@ func TestGoldenK6(t *testing.T) {
 }
 
 func TestGoldenEnvelope(t *testing.T) {
-	golden(t, "envelope.prom", newEnvelopeCollector(testEnvelope()))
+	golden(t, "envelope.prom", newEnvelopeCollector([]*envelope.Envelope{testEnvelope()}))
 }
 
 // Lint every family the exporter serves; only a user's own metric name
@@ -175,8 +175,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 	body := new(bytes.Buffer)
 	body.ReadFrom(resp.Body)
 	resp.Body.Close()
-	cmd := exec.Command("go", "tool", "promtool", "check", "metrics")
-	cmd.Dir = "../.."
+	cmd := promtest.PromtoolCmd(t, "check", "metrics")
 	cmd.Stdin = body
 	out, err := cmd.CombinedOutput()
 	// As with the linter, the user-named k6_custom_gauge is the only finding allowed.
@@ -249,7 +248,7 @@ func TestSeriesLimit(t *testing.T) {
 	}
 	// Known series keep counting after the limit is reached.
 	s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: map[string]string{"url": "x"}})
-	if got := testutil.ToFloat64(s.overflow); got != 7 {
+	if got := testutil.ToFloat64(s.overflow.WithLabelValues(OverflowSeries)); got != 7 {
 		t.Errorf("overflow = %v, want 7", got)
 	}
 	mf := gatherFamily(t, s, "k6_http_reqs_total")
@@ -354,7 +353,7 @@ func TestNativeIndex(t *testing.T) {
 
 // Spans and deltas decode back to the dense counts.
 func TestSpans(t *testing.T) {
-	h := newHist(nil, fixedTime)
+	h := newHist(nil, fixedTime, nil)
 	vals := map[float64]uint64{1: 3, 1.01: 1, 1.03: 2, 4: 5, -2: 1, 0: 4}
 	for v, n := range vals {
 		h.observe(v, n, float64(n)*v)

@@ -16,7 +16,9 @@ import (
 
 // Scrapes run while points stream in (the live case): every scrape must
 // succeed, and once ingestion ends the counters hold every point, none
-// lost or counted twice. Run with -race to check the locking.
+// lost or counted twice. Run with -race to check the locking. One replay
+// stops halfway until a scrape has completed, so at least one scrape
+// overlaps ingestion however the scheduler runs the goroutines.
 func TestScrapeWhileIngesting(t *testing.T) {
 	b, err := os.ReadFile("testdata/runA-out.ndjson")
 	if err != nil {
@@ -37,12 +39,18 @@ func TestScrapeWhileIngesting(t *testing.T) {
 	defer ts.Close()
 
 	const copies = 8
+	scraped := make(chan struct{})
+	var once sync.Once
 	var wg sync.WaitGroup
-	for range copies {
+	for i := range copies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := s.ReplayReader("runA-out.ndjson", bytes.NewReader(b)); err != nil {
+			var r io.Reader = bytes.NewReader(b)
+			if i == 0 {
+				r = &gatedReader{r: r, at: len(b) / 2, gate: scraped}
+			}
+			if _, err := s.ReplayReader("runA-out.ndjson", r); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -52,6 +60,7 @@ func TestScrapeWhileIngesting(t *testing.T) {
 	go func() {
 		n := 0
 		defer func() { scrapes <- n }()
+		defer once.Do(func() { close(scraped) }) // never leave the gated replay waiting
 		for {
 			select {
 			case <-done:
@@ -70,12 +79,13 @@ func TestScrapeWhileIngesting(t *testing.T) {
 				return
 			}
 			n++
+			once.Do(func() { close(scraped) })
 		}
 	}()
 	wg.Wait()
 	close(done)
 	if n := <-scrapes; n == 0 {
-		t.Error("no scrape completed while ingesting")
+		t.Fatal("no scrape completed")
 	}
 
 	mfs, err := s.K6Gatherer().Gather()
@@ -96,4 +106,25 @@ func TestScrapeWhileIngesting(t *testing.T) {
 	if lint, err := testutil.GatherAndLint(s.K6Gatherer(), "k6_http_reqs_total"); err != nil || len(lint) > 0 {
 		t.Errorf("lint: %v %v", err, lint)
 	}
+}
+
+// gatedReader reads up to at bytes, then waits for gate to close.
+type gatedReader struct {
+	r    io.Reader
+	at   int
+	read int
+	gate <-chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.read >= g.at {
+		<-g.gate
+		return g.r.Read(p)
+	}
+	if len(p) > g.at-g.read {
+		p = p[:g.at-g.read]
+	}
+	n, err := g.r.Read(p)
+	g.read += n
+	return n, err
 }

@@ -2,8 +2,10 @@ package exporter
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -21,10 +23,33 @@ const NativeSchema = 7
 // writes 0 ms for reused connections) land in the zero bucket.
 const nativeZeroThreshold = 2.938735877055719e-39 // 2^-128
 
+// MinNativeSchema is the coarsest resolution a histogram is reduced to
+// (each bucket spans 2^16): at it the whole float64 range needs about 130
+// buckets per sign, so reduction always ends below any sane limit.
+const MinNativeSchema = -4
+
+// Native bucket defaults: a series keeps up to DefaultNativeMaxBuckets
+// populated native buckets (schema 7 over 16 powers of two, five
+// decades of latency) and all series together up to
+// DefaultNativeBucketBudget (about 24 MB at 12 bytes a bucket). Past
+// either, the series' resolution is halved (client_golang's
+// NativeHistogramMaxBucketNumber idea); classic buckets stay exact.
+const (
+	DefaultNativeMaxBuckets   = 2048
+	DefaultNativeBucketBudget = 2 << 20
+)
+
+// nativeLimit is the bucket bound shared by every histogram of a store.
+type nativeLimit struct {
+	max    int   // per series; <= 0: no limit
+	budget int64 // all series; <= 0: no limit
+	used   atomic.Int64
+}
+
 // hist is one histogram series holding classic buckets (shared upper
-// bounds) and sparse native buckets at NativeSchema, plus exact count
-// and sum. A mutex guards it: observations come from one ingest path,
-// scrapes copy it out, neither waits long.
+// bounds) and sparse native buckets, plus exact count and sum. A mutex
+// guards it: observations come from one ingest path, scrapes copy it out,
+// neither waits long.
 type hist struct {
 	mu      sync.Mutex
 	bounds  []float64 // classic upper bounds, sorted, without +Inf
@@ -32,43 +57,69 @@ type hist struct {
 	count   uint64
 	sum     float64
 	zero    uint64
-	pos     denseBuckets
-	neg     denseBuckets
+	schema  int32 // NativeSchema until reduced
+	pos     sparseBuckets
+	neg     sparseBuckets
 	created time.Time
+	lim     *nativeLimit
 }
 
-// denseBuckets holds native bucket counts for indexes off..off+len-1.
-// Latencies span a few powers of ten, so a dense slice stays small (a
-// few hundred entries) and an observation is an index computation plus
-// an increment, with no map.
-type denseBuckets struct {
-	off    int32
-	counts []uint64
+// sparseBuckets holds the populated native buckets, sorted by index: the
+// memory a series takes grows with the buckets it uses, never with the
+// distance between its smallest and largest sample.
+type sparseBuckets struct {
+	idx []int32
+	cnt []uint64
 }
 
-func (d *denseBuckets) add(idx int32, n uint64) {
-	if len(d.counts) == 0 {
-		d.off = idx
-		d.counts = append(d.counts, n)
-		return
+// add counts n at index i; true when i is a new bucket.
+func (b *sparseBuckets) add(i int32, n uint64) bool {
+	if k := len(b.idx) - 1; k >= 0 && b.idx[k] == i { // the common case: the latest bucket again
+		b.cnt[k] += n
+		return false
 	}
-	if idx < d.off {
-		grow := int(d.off - idx)
-		nc := make([]uint64, len(d.counts)+grow, len(d.counts)+grow+16)
-		copy(nc[grow:], d.counts)
-		d.counts = nc
-		d.off = idx
-	} else if int(idx-d.off) >= len(d.counts) {
-		need := int(idx-d.off) + 1
-		for len(d.counts) < need {
-			d.counts = append(d.counts, 0)
+	j, found := slices.BinarySearch(b.idx, i)
+	if found {
+		b.cnt[j] += n
+		return false
+	}
+	b.idx = slices.Insert(b.idx, j, i)
+	b.cnt = slices.Insert(b.cnt, j, n)
+	return true
+}
+
+// halve merges bucket pairs, as one schema down; it returns the buckets
+// removed. Index i at schema s lies in index ceil(i/2) at schema s-1.
+func (b *sparseBuckets) halve() int {
+	out := 0
+	for k := range b.idx {
+		ni := (b.idx[k] + 1) >> 1
+		if out > 0 && b.idx[out-1] == ni {
+			b.cnt[out-1] += b.cnt[k]
+			continue
 		}
+		b.idx[out], b.cnt[out] = ni, b.cnt[k]
+		out++
 	}
-	d.counts[idx-d.off] += n
+	removed := len(b.idx) - out
+	b.idx, b.cnt = b.idx[:out], b.cnt[:out]
+	return removed
 }
 
-func newHist(bounds []float64, created time.Time) *hist {
-	return &hist{bounds: bounds, classic: make([]uint64, len(bounds)+1), created: created}
+func newHist(bounds []float64, created time.Time, lim *nativeLimit) *hist {
+	if lim == nil {
+		lim = &nativeLimit{}
+	}
+	return &hist{bounds: bounds, classic: make([]uint64, len(bounds)+1), created: created, schema: NativeSchema, lim: lim}
+}
+
+// release returns the series' native buckets to the shared budget (the
+// series is being deleted).
+func (h *hist) release() {
+	h.mu.Lock()
+	h.lim.used.Add(-int64(len(h.pos.idx) + len(h.neg.idx)))
+	h.pos, h.neg = sparseBuckets{}, sparseBuckets{}
+	h.mu.Unlock()
 }
 
 // nativeIndex is the bucket index of |v| at NativeSchema: bucket i holds
@@ -89,21 +140,76 @@ var nativeBounds = func() (b [1 << NativeSchema]float64) {
 
 // observe records n samples of value v (base units) and adds sum to the
 // total; sum is n*v for real samples, the exact sum for bucketed input.
-func (h *hist) observe(v float64, n uint64, sum float64) {
-	i := sort.SearchFloat64s(h.bounds, v) // first bound >= v: buckets are upper-inclusive
+// false: the point would overflow the count or make the sum infinite, and
+// is refused whole.
+func (h *hist) observe(v float64, n uint64, sum float64) bool {
 	h.mu.Lock()
-	h.classic[i] += n
-	h.count += n
-	h.sum += sum
+	defer h.mu.Unlock()
+	ns := h.sum + sum
+	if h.count+n < h.count || math.IsInf(ns, 0) || math.IsNaN(ns) {
+		return false
+	}
+	h.count, h.sum = h.count+n, ns
+	h.put(v, n)
+	return true
+}
+
+// observeAll records counts[i] samples at values[i] and sum, all or
+// nothing.
+func (h *hist) observeAll(values []float64, counts []uint64, sum float64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := h.count
+	for _, n := range counts {
+		if total+n < total {
+			return false
+		}
+		total += n
+	}
+	ns := h.sum + sum
+	if math.IsInf(ns, 0) || math.IsNaN(ns) {
+		return false
+	}
+	h.count, h.sum = total, ns
+	for i, v := range values {
+		if counts[i] > 0 {
+			h.put(v, counts[i])
+		}
+	}
+	return true
+}
+
+// put counts n samples at v in the classic and native buckets; h.mu held.
+func (h *hist) put(v float64, n uint64) {
+	h.classic[sort.SearchFloat64s(h.bounds, v)] += n // first bound >= v: buckets are upper-inclusive
+	var grew bool
 	switch {
 	case v > nativeZeroThreshold:
-		h.pos.add(nativeIndex(v), n)
+		grew = h.pos.add(h.index(v), n)
 	case v < -nativeZeroThreshold:
-		h.neg.add(nativeIndex(-v), n)
-	default: // zero or NaN-free tiny values
+		grew = h.neg.add(h.index(-v), n)
+	default: // zero or tiny values
 		h.zero += n
 	}
-	h.mu.Unlock()
+	if !grew {
+		return
+	}
+	used := h.lim.used.Add(1)
+	over := h.lim.budget > 0 && used > h.lim.budget
+	for h.schema > MinNativeSchema && (over || h.lim.max > 0 && len(h.pos.idx)+len(h.neg.idx) > h.lim.max) {
+		h.schema--
+		h.lim.used.Add(-int64(h.pos.halve() + h.neg.halve()))
+		over = false // one halving per new bucket past the shared budget
+	}
+}
+
+// index is the native bucket of |v| at the series' schema.
+func (h *hist) index(v float64) int32 {
+	i := nativeIndex(v)
+	if d := NativeSchema - h.schema; d > 0 {
+		i = (i + (1 << d) - 1) >> d // ceil(i / 2^d)
+	}
+	return i
 }
 
 // write fills a dto histogram with both the classic and the native parts;
@@ -121,7 +227,7 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 	cums := make([]uint64, len(h.bounds))
 	buckets := make([]*dto.Bucket, len(h.bounds))
 	h.mu.Lock()
-	count, sum, zero := h.count, h.sum, h.zero
+	count, sum, zero, schema := h.count, h.sum, h.zero, h.schema
 	var cum uint64
 	for i := range h.bounds {
 		cum += h.classic[i]
@@ -136,7 +242,7 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 	out.SampleCount = ptr(count)
 	out.SampleSum = ptr(sum)
 	out.Bucket = buckets
-	out.Schema = ptr(int32(NativeSchema))
+	out.Schema = ptr(schema)
 	out.ZeroThreshold = ptr(nativeZeroThreshold)
 	out.ZeroCount = ptr(zero)
 	out.PositiveSpan, out.PositiveDelta = posSpans, posDeltas
@@ -149,51 +255,52 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 	out.CreatedTimestamp = timestamppb.New(h.created)
 }
 
-// spansOf encodes dense counts as spans and deltas, skipping runs of more
-// than two empty buckets (as client_golang does). Spans and their fields
-// are allocated in one go.
-func spansOf(d *denseBuckets) ([]*dto.BucketSpan, []int64) {
-	// First pass: where spans start and how long they are.
-	type run struct{ start, end int } // [start, end) in d.counts
-	var runs []run
-	for j, c := range d.counts {
-		if c == 0 {
-			continue
-		}
-		if n := len(runs); n > 0 && j-runs[n-1].end <= 2 {
-			runs[n-1].end = j + 1
-		} else {
-			runs = append(runs, run{j, j + 1})
-		}
-	}
-	if len(runs) == 0 {
+// spansOf encodes sparse counts as spans and deltas, bridging gaps of up
+// to two empty buckets with zeros (as client_golang does). Spans and
+// their fields are allocated in one go.
+func spansOf(b *sparseBuckets) ([]*dto.BucketSpan, []int64) {
+	if len(b.idx) == 0 {
 		return nil, nil
 	}
-	spans := make([]dto.BucketSpan, len(runs))
-	offs := make([]int32, len(runs))
-	lens := make([]uint32, len(runs))
-	out := make([]*dto.BucketSpan, len(runs))
-	total := 0
-	for _, r := range runs {
-		total += r.end - r.start
+	nspans, total := 1, 1
+	for k := 1; k < len(b.idx); k++ {
+		gap := int(b.idx[k] - b.idx[k-1] - 1)
+		if gap > 2 {
+			nspans++
+			total++
+		} else {
+			total += gap + 1
+		}
 	}
+	spans := make([]dto.BucketSpan, nspans)
+	offs := make([]int32, nspans)
+	lens := make([]uint32, nspans)
+	out := make([]*dto.BucketSpan, nspans)
 	deltas := make([]int64, 0, total)
 	var prev int64
-	next := 0 // index in d.counts after the previous span
-	for i, r := range runs {
-		if i == 0 {
-			offs[i] = d.off + int32(r.start)
-		} else {
-			offs[i] = int32(r.start - next)
+	si := 0
+	offs[0] = b.idx[0]
+	for k, c := range b.cnt {
+		if k > 0 {
+			gap := b.idx[k] - b.idx[k-1] - 1
+			if gap > 2 {
+				si++
+				offs[si] = gap
+			} else {
+				for range gap {
+					deltas = append(deltas, -prev)
+					prev = 0
+					lens[si]++
+				}
+			}
 		}
-		lens[i] = uint32(r.end - r.start)
+		deltas = append(deltas, int64(c)-prev)
+		prev = int64(c)
+		lens[si]++
+	}
+	for i := range spans {
 		spans[i] = dto.BucketSpan{Offset: &offs[i], Length: &lens[i]}
 		out[i] = &spans[i]
-		for _, c := range d.counts[r.start:r.end] {
-			deltas = append(deltas, int64(c)-prev)
-			prev = int64(c)
-		}
-		next = r.end
 	}
 	return out, deltas
 }

@@ -1,72 +1,124 @@
 package exporter
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // otlpSink adapts the Server to otlp.Sink: the receiver turns cumulative
-// OTLP points into deltas and hands them over here.
+// OTLP points into deltas and hands them over here. Errors refuse the
+// point; the receiver reports them in partial_success.
 type otlpSink Server
 
 func (o *otlpSink) srv() *Server { return (*Server)(o) }
 
-func (o *otlpSink) Define(name string, typ k6.MetricType, contains k6.ValueType) bool {
-	f := o.st.define(name, typ, contains)
+func (o *otlpSink) Define(name string, typ k6.MetricType, contains k6.ValueType) error {
+	f, err := o.st.define(name, typ, contains)
+	if err != nil {
+		if !errors.Is(err, otlp.ErrDropped) {
+			o.srv().countBad(SourceOTLP, badReason(err), err)
+		}
+		return counted{err}
+	}
 	// A metric seen first in NDJSON keeps its type; refuse a mismatch.
-	return f.typ == typ
+	if f.typ != typ {
+		return fmt.Errorf("already defined as a %s, not a %s", f.typ, typ)
+	}
+	return nil
 }
 
-func (o *otlpSink) series(name string, tags map[string]string) (*family, *series) {
-	f, err := o.st.lookup(name)
-	if err != nil {
-		return nil, nil
-	}
+// series finds the series of a point; refusals are counted here.
+func (o *otlpSink) series(name string, tags map[string]string) (*family, *series, error) {
 	bp := o.bufPool.Get().(*[]byte)
-	s, b := o.st.get(f, *bp, tags)
+	f, s, b, fixed, err := o.st.seriesFor(name, *bp, tags, false)
 	*bp = b
 	o.bufPool.Put(bp)
-	return f, s
+	if fixed {
+		o.srv().countBad(SourceOTLP, "invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", name))
+	}
+	if err != nil {
+		if !errors.Is(err, otlp.ErrDropped) { // limits are counted as overflow
+			o.srv().countBad(SourceOTLP, badReason(err), err)
+		}
+		return f, nil, counted{err}
+	}
+	return f, s, nil
 }
 
-func (o *otlpSink) AddCounter(name string, tags map[string]string, delta float64) {
+// counted marks a refusal the sink has counted (otlp.ErrDropped), so the
+// receiver does not count it again.
+type counted struct{ error }
+
+func (c counted) Unwrap() error        { return c.error }
+func (c counted) Is(target error) bool { return target == otlp.ErrDropped }
+
+// refuseOverflow refuses a point that would make a figure infinite or wrap a
+// count.
+func (o *otlpSink) refuseOverflow(name string) error {
+	err := fmt.Errorf("metric %q: %w", name, errOverflow)
+	o.srv().countBad(SourceOTLP, "overflow", err)
+	return counted{err}
+}
+
+func (o *otlpSink) AddCounter(name string, tags map[string]string, delta float64) error {
 	if delta < 0 {
-		return // a counter never goes down; the receiver rejects these already
+		return fmt.Errorf("negative counter increment %v", delta) // the receiver rejects these already
 	}
-	if _, s := o.series(name, tags); s != nil {
-		s.addFloat(delta)
+	_, s, err := o.series(name, tags)
+	if err != nil {
+		return err
 	}
+	if !s.addFloat(delta) {
+		return o.refuseOverflow(name)
+	}
+	return nil
 }
 
-func (o *otlpSink) SetGauge(name string, tags map[string]string, v float64) {
-	f, s := o.series(name, tags)
-	if s != nil {
-		o.st.sample(f, s, v)
+func (o *otlpSink) SetGauge(name string, tags map[string]string, v float64) error {
+	f, s, err := o.series(name, tags)
+	if err != nil {
+		return err
 	}
+	if o.st.sample(f, s, v) != nil {
+		return o.refuseOverflow(name)
+	}
+	return nil
 }
 
-func (o *otlpSink) AddRate(name string, tags map[string]string, zero, nonzero uint64) {
-	if _, s := o.series(name, tags); s != nil {
-		s.zero.Add(zero)
-		s.nonzero.Add(nonzero)
+func (o *otlpSink) AddRate(name string, tags map[string]string, zero, nonzero uint64) error {
+	_, s, err := o.series(name, tags)
+	if err != nil {
+		return err
 	}
+	if s.zero.Load()+zero < s.zero.Load() || s.nonzero.Load()+nonzero < s.nonzero.Load() {
+		return o.refuseOverflow(name)
+	}
+	if !addCount(&s.zero, zero) || !addCount(&s.nonzero, nonzero) {
+		return o.refuseOverflow(name)
+	}
+	return nil
 }
 
-func (o *otlpSink) AddBuckets(name string, tags map[string]string, values []float64, counts []uint64, sum float64) {
-	f, s := o.series(name, tags)
-	if s == nil || s.h == nil {
-		return
+func (o *otlpSink) AddBuckets(name string, tags map[string]string, values []float64, counts []uint64, sum float64) error {
+	f, s, err := o.series(name, tags)
+	if err != nil {
+		return err
+	}
+	if s.h == nil {
+		return fmt.Errorf("metric %q is not a trend", name)
 	}
 	// Representative values carry the counts; the sum is exact.
+	scaled := make([]float64, len(values))
 	for i, v := range values {
-		if counts[i] == 0 {
-			continue
-		}
-		x := v * f.scale
-		s.h.observe(x, counts[i], 0)
+		scaled[i] = v * f.scale
 	}
-	s.h.mu.Lock()
-	s.h.sum += sum * f.scale
-	s.h.mu.Unlock()
+	if !s.h.observeAll(scaled, counts, sum*f.scale) {
+		return o.refuseOverflow(name)
+	}
+	return nil
 }
 
 func (o *otlpSink) Ingested(n int, newest int64) {

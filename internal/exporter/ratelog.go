@@ -15,14 +15,15 @@ type rateLog struct {
 	mu       sync.Mutex
 	last     map[string]time.Time
 	dropped  map[string]int
+	now      func() time.Time // time.Now; tests set their own clock
 }
 
 func newRateLog(l *slog.Logger, interval time.Duration) *rateLog {
-	return &rateLog{log: l, interval: interval, last: map[string]time.Time{}, dropped: map[string]int{}}
+	return &rateLog{log: l, interval: interval, last: map[string]time.Time{}, dropped: map[string]int{}, now: time.Now}
 }
 
 func (r *rateLog) warn(reason, msg string, args ...any) {
-	now := time.Now()
+	now := r.now()
 	r.mu.Lock()
 	if now.Sub(r.last[reason]) < r.interval {
 		r.dropped[reason]++

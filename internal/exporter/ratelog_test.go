@@ -9,10 +9,12 @@ import (
 )
 
 // A flood of bad input logs once per interval and reason, then says how
-// many were suppressed.
+// many were suppressed. The clock is the test's.
 func TestRateLog(t *testing.T) {
 	var buf bytes.Buffer
 	rl := newRateLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond)
+	clock := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	rl.now = func() time.Time { return clock }
 	for range 100 {
 		rl.warn("malformed", "bad line")
 	}
@@ -20,10 +22,15 @@ func TestRateLog(t *testing.T) {
 	if n := strings.Count(buf.String(), "\n"); n != 2 {
 		t.Fatalf("%d log lines, want 2 (one per reason):\n%s", n, buf.String())
 	}
-	time.Sleep(60 * time.Millisecond)
+	clock = clock.Add(49 * time.Millisecond) // still inside the interval
+	rl.warn("malformed", "bad line")
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Fatalf("%d log lines after 49ms, want 2", n)
+	}
+	clock = clock.Add(11 * time.Millisecond)
 	rl.warn("malformed", "bad line")
 	last := buf.String()[strings.LastIndex(strings.TrimSpace(buf.String()), "\n")+1:]
-	if !strings.Contains(last, "suppressed_since_last=99") {
+	if !strings.Contains(last, "suppressed_since_last=100") {
 		t.Errorf("last line %q lacks the suppressed count", last)
 	}
 }

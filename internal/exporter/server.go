@@ -21,6 +21,12 @@
 //	http.Handle("/", srv.Handler())              // /metrics, /v1/metrics, /-/healthy, /-/ready, landing page
 //	err = srv.Run(ctx)                           // listen on Config.ListenAddresses until ctx ends
 //	err = srv.ServeGRPC(ctx, l)                  // OTLP/gRPC on a listener (Run does it for Config.OTLPGRPCAddress)
+//	n := srv.DeleteRun("checkout-42")            // drop a run's series (DELETE /api/v1/runs/{testid})
+//
+// Everything an input can grow is bounded by Config (series, metrics,
+// label value length, native buckets, OTLP streams and in-flight
+// decoding) and every drop is counted; a run's series expire
+// Config.SeriesTTL after its last point (Run and Serve apply it).
 package exporter
 
 import (
@@ -49,6 +55,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+	"google.golang.org/grpc"
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -65,16 +72,48 @@ const (
 	SourceAPI     = "api"     // IngestPoint
 )
 
-// DefaultSeriesLimit bounds the k6 label sets one exporter holds.
-const DefaultSeriesLimit = 50000
+// Defaults of the bounds on what input can grow (see Config).
+const (
+	DefaultSeriesLimit      = 10000            // k6 label sets
+	DefaultMetricLimit      = 1000             // distinct k6 metric names
+	DefaultMaxLabelValue    = 1024             // bytes of one label value
+	DefaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
+	DefaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
+)
+
+// HTTP server timeouts: a client that sends its headers or body slowly,
+// or keeps an idle connection, cannot hold a descriptor for long.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 30 * time.Second // whole request, body included
+	WriteTimeout      = 60 * time.Second // a scrape of the largest store fits well within
+	IdleTimeout       = 2 * time.Minute
+)
 
 // Config configures a Server. The zero value serves k6 series with the
 // default labels and no envelope.
 type Config struct {
-	Envelope    *envelope.Envelope // envelope gauges and band bucket edges; nil for none
-	AllowTags   []string           // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
-	SeriesLimit int                // 0 = DefaultSeriesLimit; negative = no limit
-	Logger      *slog.Logger       // nil = discard
+	Envelope *envelope.Envelope // envelope gauges and band bucket edges; nil for none
+	// Envelopes are further envelopes served beside Envelope, each with
+	// its gauges under its own envelope label; every trend's classic
+	// buckets hold the band edges of all of them. Names must differ.
+	Envelopes   []*envelope.Envelope
+	AllowTags   []string // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
+	SeriesLimit int      // 0 = DefaultSeriesLimit; negative = no limit
+	MetricLimit int      // distinct k6 metrics; 0 = DefaultMetricLimit; negative = no limit
+	// MaxLabelValue bounds a label value in bytes (longer: the sample is
+	// refused); 0 = DefaultMaxLabelValue; negative = no limit.
+	MaxLabelValue int
+	// SeriesTTL removes a run's series (every label set sharing its
+	// testid) this long after its last point; 0 = DefaultSeriesTTL;
+	// negative = never. Run and Serve apply it.
+	SeriesTTL time.Duration
+	// NativeMaxBuckets bounds the native buckets of one histogram series
+	// and NativeBucketBudget those of all series; past either a series'
+	// resolution is halved. 0 = the defaults; negative = no limit.
+	NativeMaxBuckets   int
+	NativeBucketBudget int64
+	Logger             *slog.Logger // nil = discard
 
 	TelemetryPath          string // default /metrics
 	DisableExporterMetrics bool   // drop go_* and process_* series
@@ -82,6 +121,13 @@ type Config struct {
 
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
 	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
+	// OTLPMemoryBudget bounds the OTLP requests decoded at once to
+	// budget/max-body (at least one), and the OTLP/HTTP body bytes being
+	// received at once to budget; others wait briefly, then get 503
+	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
+	// negative = no limit.
+	OTLPMemoryBudget int64
+	OTLPStreamLimit  int // cumulative OTLP streams remembered; 0 = otlp.DefaultStreamLimit
 
 	ListenAddresses []string // for Run; default ":19466"
 	OTLPGRPCAddress string   // for Run: OTLP/gRPC listen address (e.g. ":4317"); "" = off
@@ -104,12 +150,15 @@ type Server struct {
 	otlp  *otlp.Receiver
 	rlog  *rateLog
 	ready atomic.Bool
+	// grpcErr holds why the gRPC receiver stopped serving: /-/ready
+	// fails while it is set.
+	grpcErr atomic.Pointer[error]
 
 	points   *prometheus.CounterVec
 	bad      *prometheus.CounterVec
 	lag      *prometheus.GaugeVec
 	lastTS   *prometheus.GaugeVec
-	overflow prometheus.Counter
+	overflow *prometheus.CounterVec
 	reopens  prometheus.Counter
 	pushErrs prometheus.Counter
 	otlpReqs *prometheus.CounterVec
@@ -131,6 +180,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.SeriesLimit == 0 {
 		cfg.SeriesLimit = DefaultSeriesLimit
 	}
+	if cfg.MetricLimit == 0 {
+		cfg.MetricLimit = DefaultMetricLimit
+	}
+	if cfg.MaxLabelValue == 0 {
+		cfg.MaxLabelValue = DefaultMaxLabelValue
+	}
+	if cfg.SeriesTTL == 0 {
+		cfg.SeriesTTL = DefaultSeriesTTL
+	}
+	if cfg.NativeMaxBuckets == 0 {
+		cfg.NativeMaxBuckets = DefaultNativeMaxBuckets
+	}
+	if cfg.NativeBucketBudget == 0 {
+		cfg.NativeBucketBudget = DefaultNativeBucketBudget
+	}
+	if cfg.OTLPMaxBody <= 0 {
+		cfg.OTLPMaxBody = otlp.DefaultMaxBody
+	}
+	if cfg.OTLPMemoryBudget == 0 {
+		cfg.OTLPMemoryBudget = DefaultOTLPMemoryBudget
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,15 +209,23 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
 		}
 	}
+	envs, err := cfg.envelopes()
+	if err != nil {
+		return nil, err
+	}
 	limit := max(cfg.SeriesLimit, 0)
 	s := &Server{
 		cfg:   cfg,
 		log:   cfg.Logger,
-		st:    newStore(cfg.AllowTags, limit, cfg.Envelope),
+		st:    newStore(cfg.AllowTags, limit, envs),
 		reg:   prometheus.NewRegistry(),
 		k6Reg: prometheus.NewRegistry(),
 		rlog:  newRateLog(cfg.Logger, 10*time.Second),
 	}
+	s.st.metricLimit = max(cfg.MetricLimit, 0)
+	s.st.maxLabel = max(cfg.MaxLabelValue, 0)
+	s.st.native.max = max(cfg.NativeMaxBuckets, 0)
+	s.st.native.budget = max(cfg.NativeBucketBudget, 0)
 	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
 	vec := func(d catalogue.Desc) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
@@ -157,10 +235,13 @@ func New(cfg Config) (*Server, error) {
 	s.otlpReqs = vec(catalogue.ExporterOTLPRequests)
 	s.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalogue.ExporterIngestLag.Name, Help: catalogue.ExporterIngestLag.Help}, catalogue.ExporterIngestLag.Labels)
 	s.lastTS = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: catalogue.ExporterLastPoint.Name, Help: catalogue.ExporterLastPoint.Help}, catalogue.ExporterLastPoint.Labels)
-	s.overflow = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterSeriesOverflow.Name, Help: catalogue.ExporterSeriesOverflow.Help})
+	s.overflow = vec(catalogue.ExporterSeriesOverflow)
 	s.reopens = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterFollowReopens.Name, Help: catalogue.ExporterFollowReopens.Help})
 	s.pushErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPPushErrors.Name, Help: catalogue.ExporterOTLPPushErrors.Help})
-	s.st.onOverflow = s.overflow.Inc
+	s.st.onOverflow = func(reason string) { s.overflow.WithLabelValues(reason).Inc() }
+	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
+		s.overflow.WithLabelValues(r)
+	}
 	for _, src := range []string{SourceNDJSON, SourceResults, SourceOTLP, SourceAPI} {
 		s.points.WithLabelValues(src) // known in advance: export 0
 	}
@@ -174,8 +255,8 @@ func New(cfg Config) (*Server, error) {
 
 	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
 		versioncollector.NewCollector("envelope_exporter"))
-	if cfg.Envelope != nil {
-		ec := newEnvelopeCollector(cfg.Envelope)
+	if len(envs) > 0 {
+		ec := newEnvelopeCollector(envs)
 		s.reg.MustRegister(ec)
 		s.k6Reg.MustRegister(ec)
 	}
@@ -187,19 +268,33 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("registering collector: %w", err)
 		}
 	}
+	inflight := 0
+	if cfg.OTLPMemoryBudget > 0 {
+		inflight = int(max(cfg.OTLPMemoryBudget/cfg.OTLPMaxBody, 1))
+	}
+	auth, err := grpcAuth(cfg.WebConfigFile)
+	if err != nil {
+		return nil, err
+	}
 	s.otlp = otlp.NewReceiver((*otlpSink)(s), otlp.Options{
-		MaxBody: cfg.OTLPMaxBody,
-		Prefix:  cfg.OTLPMetricPrefix,
+		MaxBody:     cfg.OTLPMaxBody,
+		Prefix:      cfg.OTLPMetricPrefix,
+		MaxInFlight: inflight,
+		// Bodies being received are charged as their bytes arrive, within
+		// the same budget: slow senders hold bytes, not decoding slots.
+		MaxWireBytes: max(cfg.OTLPMemoryBudget, 0),
+		StreamLimit:  cfg.OTLPStreamLimit,
+		GRPCAuth:     auth,
 		OnRequest: func(outcome string, points int, err error) {
 			s.otlpReqs.WithLabelValues(outcome).Inc()
-			if err != nil {
+			if err != nil && outcome != otlp.OutcomeBusy {
 				s.bad.WithLabelValues(SourceOTLP, outcome).Inc()
 				s.rlog.warn(outcome, "rejected OTLP request", "err", err)
 			}
 		},
-		OnBad: func(reason string, err error) {
-			s.bad.WithLabelValues(SourceOTLP, reason).Inc()
-			s.rlog.warn("otlp_"+reason, "skipped OTLP data point", "err", err)
+		OnBad: func(reason string, err error) { s.countBad(SourceOTLP, reason, err) },
+		OnDrop: func(reason string) {
+			s.overflow.WithLabelValues(reason).Inc()
 		},
 	})
 	s.ready.Store(true)
@@ -225,6 +320,12 @@ type k6Collector struct{ st *store }
 func (c *k6Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *k6Collector) Collect(ch chan<- prometheus.Metric) {
 	c.st.collect(ch)
+}
+
+// countBad counts and (rate-limited) logs one refused or repaired input.
+func (s *Server) countBad(src, reason string, err error) {
+	s.bad.WithLabelValues(src, reason).Inc()
+	s.rlog.warn(src+"_"+reason, "bad k6 input", "source", src, "reason", reason, "err", err)
 }
 
 // PushFailed counts a failed OTLP push (otelpush.Options.OnError).
@@ -288,7 +389,13 @@ func (s *Server) Handler() http.Handler {
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, "Healthy\n")
 	})
+	mux.HandleFunc("DELETE /api/v1/runs/{testid}", s.deleteRun)
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if e := s.grpcErr.Load(); e != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "OTLP gRPC receiver stopped: %v\n", *e)
+			return
+		}
 		if !s.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			io.WriteString(w, "Loading results\n")
@@ -326,29 +433,55 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	systemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &s.cfg.WebConfigFile}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer()
 	if s.cfg.OTLPGRPCAddress != "" {
+		// Built first: a web config the gRPC receiver cannot honour
+		// stops the start.
+		creds, err := grpcCreds(s.cfg.WebConfigFile)
+		if err != nil {
+			return err
+		}
 		l, err := net.Listen("tcp", s.cfg.OTLPGRPCAddress)
 		if err != nil {
 			return fmt.Errorf("OTLP gRPC listener: %w", err)
 		}
 		gctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go s.ServeGRPC(gctx, l)
+		go s.serveGRPC(gctx, l, creds)
 	}
 	return s.serve(ctx, srv, func() error { return web.ListenAndServe(srv, flags, s.log) })
 }
 
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: ReadHeaderTimeout, ReadTimeout: ReadTimeout,
+		WriteTimeout: WriteTimeout, IdleTimeout: IdleTimeout}
+}
+
 // ServeGRPC serves OTLP/gRPC metrics on l until ctx ends, then stops
-// gracefully.
+// gracefully. It applies the web config's TLS and basic auth. An error
+// that stops it early is logged and makes /-/ready fail.
 func (s *Server) ServeGRPC(ctx context.Context, l net.Listener) error {
-	gs := s.otlp.GRPCServer()
-	s.log.Info("OTLP gRPC receiver listening", "address", l.Addr().String())
+	creds, err := grpcCreds(s.cfg.WebConfigFile)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	return s.serveGRPC(ctx, l, creds)
+}
+
+func (s *Server) serveGRPC(ctx context.Context, l net.Listener, creds []grpc.ServerOption) error {
+	gs := s.otlp.GRPCServer(creds...)
+	s.log.Info("OTLP gRPC receiver listening", "address", l.Addr().String(), "tls", len(creds) > 0)
 	go func() {
 		<-ctx.Done()
 		gs.GracefulStop()
 	}()
-	return gs.Serve(l)
+	err := gs.Serve(l)
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("OTLP gRPC receiver stopped", "err", err)
+		s.grpcErr.Store(&err)
+	}
+	return err
 }
 
 // Serve is Run on an existing listener (tests, `exporter stack`).
@@ -356,11 +489,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	systemd := false
 	addrs := []string{l.Addr().String()}
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &s.cfg.WebConfigFile}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer()
 	return s.serve(ctx, srv, func() error { return web.Serve(l, srv, flags, s.log) })
 }
 
 func (s *Server) serve(ctx context.Context, srv *http.Server, start func() error) error {
+	if s.cfg.SeriesTTL > 0 {
+		go s.expireLoop(ctx)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- start() }()
 	select {
@@ -381,42 +517,55 @@ func (s *Server) serve(ctx context.Context, srv *http.Server, start func() error
 // not a k6 built-in) are counted as bad input and skipped.
 func (s *Server) IngestPoint(p *k6.Point) {
 	bp := s.bufPool.Get().(*[]byte)
-	*bp = s.ingestPoint(SourceAPI, p, *bp)
+	var ok bool
+	*bp, ok = s.ingestPoint(SourceAPI, p, *bp)
 	s.bufPool.Put(bp)
+	if ok {
+		s.points.WithLabelValues(SourceAPI).Inc()
+	}
 }
 
 // DefineMetric registers a k6 metric's type as an NDJSON Metric line does.
+// A refused definition (invalid name, metric limit) is counted.
 func (s *Server) DefineMetric(def *k6.MetricDef) {
-	s.st.define(def.Name, def.Type, def.Contains)
+	s.defineMetric(SourceAPI, def)
 }
 
-func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) []byte {
+func (s *Server) defineMetric(src string, def *k6.MetricDef) {
+	if _, err := s.st.define(def.Name, def.Type, def.Contains); err != nil && !errors.Is(err, otlp.ErrDropped) {
+		s.countBad(src, badReason(err), err)
+	}
+}
+
+// ingestPoint applies one sample; false when it was refused (counted
+// where refused: bad_lines_total, or series_overflow_total for a limit).
+func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool) {
 	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 		// One NaN would turn a histogram's sum into NaN for good.
-		s.bad.WithLabelValues(src, "bad_value").Inc()
-		s.rlog.warn("bad_value", "skipped sample", "source", src, "metric", p.Metric, "value", p.Value)
-		return buf
+		s.countBad(src, "bad_value", fmt.Errorf("metric %q: value %v", p.Metric, p.Value))
+		return buf, false
 	}
-	f, err := s.st.lookup(p.Metric)
+	f, ser, buf, fixed, err := s.st.seriesFor(p.Metric, buf, p.Tags, src == SourceResults)
+	if fixed {
+		s.countBad(src, "invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", p.Metric))
+	}
 	if err != nil {
-		s.bad.WithLabelValues(src, "unknown_metric").Inc()
-		s.rlog.warn("unknown_metric", "skipped sample", "source", src, "metric", p.Metric, "err", err)
-		return buf
+		if !errors.Is(err, otlp.ErrDropped) {
+			s.countBad(src, badReason(err), fmt.Errorf("metric %q: %w", strings.ToValidUTF8(p.Metric, "\uFFFD"), err))
+		}
+		return buf, false
 	}
 	if f.typ == k6.Counter && p.Value < 0 {
 		// A Prometheus counter never goes down; a negative increment
 		// would read as a counter reset.
-		s.bad.WithLabelValues(src, "bad_value").Inc()
-		s.rlog.warn("bad_value", "skipped negative counter sample", "source", src, "metric", p.Metric, "value", p.Value)
-		return buf
+		s.countBad(src, "bad_value", fmt.Errorf("metric %q: negative counter sample %v", p.Metric, p.Value))
+		return buf, false
 	}
-	var ser *series
-	ser, buf = s.st.get(f, buf, p.Tags)
-	if ser == nil {
-		return buf
+	if err := s.st.sample(f, ser, p.Value); err != nil {
+		s.countBad(src, badReason(err), fmt.Errorf("metric %q: value %v: %w", p.Metric, p.Value, err))
+		return buf, false
 	}
-	s.st.sample(f, ser, p.Value)
-	return buf
+	return buf, true
 }
 
 // lineIngester parses NDJSON lines for one input, counting in batches.
@@ -450,19 +599,22 @@ func (li *lineIngester) line(line []byte) {
 		if errors.Is(err, k6.ErrNotImplemented) {
 			reason = "parser_unavailable"
 		}
-		li.s.bad.WithLabelValues(li.src, reason).Inc()
-		li.s.rlog.warn(reason, "skipped bad k6 NDJSON line", "file", li.name, "line", li.lineNo, "err", err)
+		li.s.countBad(li.src, reason, fmt.Errorf("%s: line %d: %w", li.name, li.lineNo, err))
 		return
 	}
 	if !isPoint {
 		if def != nil {
-			li.s.DefineMetric(def)
+			li.s.defineMetric(li.src, def)
 		}
 		return
 	}
-	li.buf = li.s.ingestPoint(li.src, &li.p, li.buf)
-	li.n++
+	var ok bool
+	li.buf, ok = li.s.ingestPoint(li.src, &li.p, li.buf)
 	li.total++
+	if !ok {
+		return
+	}
+	li.n++
 	if li.p.Time.After(li.newest) {
 		li.newest = li.p.Time
 	}
@@ -519,14 +671,18 @@ func (s *Server) ReplayFile(path string) (int, error) {
 				continue
 			}
 			if _, err := s.st.lookup(name); err != nil {
-				s.st.define(name, m.Type, m.Contains)
+				s.defineMetric(SourceResults, &k6.MetricDef{Name: name, Type: m.Type, Contains: m.Contains})
 			}
 		}
 		buf := make([]byte, 0, 256)
+		kept := 0
 		for i := range run.Points {
-			buf = s.ingestPoint(SourceResults, &run.Points[i], buf)
+			var ok bool
+			if buf, ok = s.ingestPoint(SourceResults, &run.Points[i], buf); ok {
+				kept++
+			}
 		}
-		s.points.WithLabelValues(SourceResults).Add(float64(len(run.Points)))
+		s.points.WithLabelValues(SourceResults).Add(float64(kept))
 		n = len(run.Points)
 	} else if n, err = s.ingestLines(path, SourceResults, false, br); err != nil {
 		return n, err
@@ -548,7 +704,7 @@ func (s *Server) ingestLines(name, src string, live bool, br *bufio.Reader) (int
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: k6 never writes one; skip it.
-			s.bad.WithLabelValues(src, "line_too_long").Inc()
+			s.countBad(src, "line_too_long", fmt.Errorf("%s: line %d longer than %d bytes", name, li.lineNo+1, br.Size()))
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = br.ReadSlice('\n')
 			}

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -16,6 +18,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // builtins types k6's built-in metrics for inputs that carry no Metric
@@ -54,8 +57,10 @@ type family struct {
 	promLabels []string
 	boundPtrs  []*float64 // shared UpperBound pointers of the classic buckets
 
-	mu     sync.RWMutex
-	series map[string]*series
+	mu      sync.RWMutex
+	series  map[string]*series
+	dead    bool  // removed from the store (expired); f.mu guards it
+	touched int64 // store clock at definition, for expiry of an empty family
 }
 
 // series is one label set of a family. Counters and gauges keep their
@@ -71,58 +76,154 @@ type series struct {
 	nonzero atomic.Uint64       // rate samples not zero
 	h       *hist
 	created time.Time
+	run     *run
 }
 
-func (s *series) addFloat(d float64) {
+// addFloat adds d to a counter; false (nothing added) when the total
+// would no longer be finite.
+func (s *series) addFloat(d float64) bool {
 	for {
 		old := s.bits.Load()
-		if s.bits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d)) {
-			return
+		v := math.Float64frombits(old) + d
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return false
+		}
+		if s.bits.CompareAndSwap(old, math.Float64bits(v)) {
+			return true
 		}
 	}
+}
+
+// addCount adds n to a rate count; false (nothing added) on overflow.
+func addCount(a *atomic.Uint64, n uint64) bool {
+	for {
+		old := a.Load()
+		if old+n < old {
+			return false
+		}
+		if a.CompareAndSwap(old, old+n) {
+			return true
+		}
+	}
+}
+
+// run is one k6 test run: every label set sharing a testid value. Its
+// series expire together a TTL after its last point.
+type run struct {
+	testid string
+	last   atomic.Int64 // store clock (unix ns) at its latest point
+	dead   atomic.Bool  // expired or deleted: its series are being removed
+	pinned atomic.Bool  // replayed from result files: no TTL, only deletion
 }
 
 // store holds every k6 series. Families are created from Metric lines,
 // OTLP data or the built-in table; series are created on first sample up
 // to the series limit.
 type store struct {
-	allow   []string // extra tags allowed as labels
-	limit   int
-	env     *envelope.Envelope
-	now     func() time.Time
-	nseries atomic.Int64
+	allow       []string // extra tags allowed as labels
+	limit       int      // series; 0 = none
+	metricLimit int      // families; 0 = none
+	maxLabel    int      // bytes of a label value; 0 = none
+	native      *nativeLimit
+	envs        []*envelope.Envelope
+	now         func() time.Time
+	nseries     atomic.Int64
+	clock       atomic.Int64 // unix ns, advanced by expire: stamps runs cheaply
 
 	mu       sync.RWMutex
 	families map[string]*family
+	names    map[string]string // Prometheus series name -> k6 name
 
-	onOverflow func()
+	runMu sync.Mutex
+	runs  map[string]*run // by testid
+
+	onOverflow func(reason string)
 }
 
-func newStore(allow []string, limit int, env *envelope.Envelope) *store {
-	return &store{allow: allow, limit: limit, env: env, now: time.Now, families: map[string]*family{}}
+// Overflow reasons: what limit a dropped sample met.
+const (
+	OverflowSeries  = "series"  // --k6.series-limit
+	OverflowMetrics = "metrics" // --k6.metric-limit
+	OverflowStreams = "streams" // --otlp.stream-limit
+)
+
+func newStore(allow []string, limit int, envs []*envelope.Envelope) *store {
+	st := &store{allow: allow, limit: limit, envs: envs, now: time.Now, families: map[string]*family{},
+		names: map[string]string{}, runs: map[string]*run{}, native: &nativeLimit{}, onOverflow: func(string) {}}
+	st.clock.Store(st.now().UnixNano())
+	return st
 }
 
-// errUnknownMetric is returned for a sample of a metric with no Metric
-// line and no built-in type.
-var errUnknownMetric = fmt.Errorf("metric has no Metric line and is not a k6 built-in")
+// Errors of samples the store refuses; badReason names their
+// bad_lines_total reason. Limit errors wrap otlp.ErrDropped: the store
+// counts them in the overflow counter.
+var (
+	// errUnknownMetric is returned for a sample of a metric with no Metric
+	// line and no built-in type.
+	errUnknownMetric = fmt.Errorf("metric has no Metric line and is not a k6 built-in")
+	errInvalidUTF8   = errors.New("not valid UTF-8")
+	errBadName       = fmt.Errorf("metric name longer than %d bytes", maxMetricName)
+	errNameClash     = errors.New("metric name maps onto the series name of another k6 metric")
+	errLabelTooLong  = errors.New("label value too long")
+	errOverflow      = errors.New("not a finite number or a count beyond 2^64 once added")
+	errFamilyGone    = errors.New("metric expired while in use")
+)
+
+// maxMetricName bounds a k6 metric name (k6 allows 128 characters).
+const maxMetricName = 256
+
+// badReason is the bad_lines_total reason of a store error.
+func badReason(err error) string {
+	switch {
+	case errors.Is(err, errUnknownMetric):
+		return "unknown_metric"
+	case errors.Is(err, errInvalidUTF8):
+		return "invalid_utf8"
+	case errors.Is(err, errBadName), errors.Is(err, errNameClash):
+		return "bad_name"
+	case errors.Is(err, errLabelTooLong):
+		return "label_too_long"
+	case errors.Is(err, errOverflow):
+		return "overflow"
+	}
+	return "bad_value"
+}
 
 // define registers a metric's type, keeping the first definition: k6
-// never changes a metric's type within a run.
-func (st *store) define(name string, typ k6.MetricType, contains k6.ValueType) *family {
+// never changes a metric's type within a run. It refuses names that are
+// not valid UTF-8, too long, or would share a series name with another
+// metric (both would render as one family and break the page), and new
+// metrics past the metric limit.
+func (st *store) define(name string, typ k6.MetricType, contains k6.ValueType) (*family, error) {
 	st.mu.RLock()
 	f := st.families[name]
 	st.mu.RUnlock()
 	if f != nil {
-		return f
+		return f, nil
+	}
+	switch {
+	case !utf8.ValidString(name):
+		return nil, fmt.Errorf("metric %q: %w", strings.ToValidUTF8(name, "\uFFFD"), errInvalidUTF8)
+	case len(name) > maxMetricName:
+		return nil, fmt.Errorf("metric %q...: %w", name[:32], errBadName)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if f = st.families[name]; f != nil {
-		return f
+		return f, nil
+	}
+	if st.metricLimit > 0 && len(st.families) >= st.metricLimit {
+		st.onOverflow(OverflowMetrics)
+		return nil, fmt.Errorf("metric %q: over the limit of %d k6 metrics: %w", name, st.metricLimit, otlp.ErrDropped)
 	}
 	f = st.newFamily(name, typ, contains)
+	if other, ok := st.names[f.name]; ok {
+		return nil, fmt.Errorf("metric %q: %w (%q, %s)", name, errNameClash, other, f.name)
+	}
+	f.touched = st.clock.Load()
 	st.families[name] = f
-	return f
+	st.names[f.name] = name
+	return f, nil
 }
 
 // lookup returns the family of name, typing built-ins on first use.
@@ -134,9 +235,145 @@ func (st *store) lookup(name string) (*family, error) {
 		return f, nil
 	}
 	if b, ok := builtins[name]; ok {
-		return st.define(name, b.typ, b.contains), nil
+		return st.define(name, b.typ, b.contains)
 	}
 	return nil, errUnknownMetric
+}
+
+// checkTags vets the label values of a sample: too long is an error;
+// invalid UTF-8 is replaced by U+FFFD (fixed true), as one invalid byte
+// in a label value makes Prometheus reject the whole page.
+func (st *store) checkTags(f *family, tags map[string]string) (map[string]string, bool, error) {
+	bad := false
+	for _, l := range f.labels {
+		v := tags[l]
+		if st.maxLabel > 0 && len(v) > st.maxLabel {
+			return tags, false, fmt.Errorf("tag %s: %d bytes, over %d: %w", l, len(v), st.maxLabel, errLabelTooLong)
+		}
+		if !utf8.ValidString(v) {
+			bad = true
+		}
+	}
+	if !bad {
+		return tags, false, nil
+	}
+	fixed := make(map[string]string, len(tags))
+	for k, v := range tags {
+		fixed[k] = strings.ToValidUTF8(v, "\uFFFD")
+	}
+	return fixed, true, nil
+}
+
+// seriesFor finds (or creates) the series of a sample of metric name,
+// after checkTags; fixed reports replaced invalid UTF-8. pin exempts the
+// sample's run from the TTL (finished results replayed at start-up).
+func (st *store) seriesFor(name string, buf []byte, tags map[string]string, pin bool) (f *family, s *series, _ []byte, fixed bool, err error) {
+	for range 2 { // a family expired under us is looked up again
+		if f, err = st.lookup(name); err != nil {
+			return nil, nil, buf, false, err
+		}
+		if tags, fixed, err = st.checkTags(f, tags); err != nil {
+			return f, nil, buf, false, err
+		}
+		if s, buf, err = st.get(f, buf, tags); !errors.Is(err, errFamilyGone) {
+			if pin && s != nil && !s.run.pinned.Load() {
+				s.run.pinned.Store(true)
+			}
+			return f, s, buf, fixed, err
+		}
+	}
+	return f, nil, buf, fixed, err
+}
+
+// runOf returns the run of testid, creating it; st.runMu not held.
+func (st *store) runOf(testid string) *run {
+	st.runMu.Lock()
+	defer st.runMu.Unlock()
+	r := st.runs[testid]
+	if r == nil {
+		r = &run{testid: testid}
+		st.runs[testid] = r
+	}
+	r.last.Store(max(st.clock.Load(), r.last.Load()))
+	return r
+}
+
+// expire removes the runs whose last point is older than ttl at now (and
+// metrics left with no series that were defined before then); it
+// returns the series removed. It also advances the clock runs are
+// stamped with.
+func (st *store) expire(now time.Time, ttl time.Duration) int {
+	st.clock.Store(now.UnixNano())
+	cutoff := now.Add(-ttl).UnixNano()
+	st.runMu.Lock()
+	n := 0
+	for id, r := range st.runs {
+		if r.last.Load() < cutoff && !r.pinned.Load() {
+			r.dead.Store(true)
+			delete(st.runs, id)
+			n++
+		}
+	}
+	st.runMu.Unlock()
+	removed := 0
+	if n > 0 {
+		removed = st.removeDead()
+	}
+	st.mu.Lock()
+	for name, f := range st.families {
+		f.mu.Lock()
+		if len(f.series) == 0 && f.touched < cutoff {
+			f.dead = true
+			delete(st.families, name)
+			delete(st.names, f.name)
+		}
+		f.mu.Unlock()
+	}
+	st.mu.Unlock()
+	return removed
+}
+
+// deleteRun removes every series of testid at once; it returns how many
+// (0: no such run).
+func (st *store) deleteRun(testid string) int {
+	st.runMu.Lock()
+	r := st.runs[testid]
+	if r != nil {
+		r.dead.Store(true)
+		delete(st.runs, testid)
+	}
+	st.runMu.Unlock()
+	if r == nil {
+		return 0
+	}
+	return st.removeDead()
+}
+
+// removeDead deletes the series of dead runs.
+func (st *store) removeDead() int {
+	removed := 0
+	for _, f := range st.sortedFamilies() {
+		f.mu.Lock()
+		for k, s := range f.series {
+			if s.run.dead.Load() {
+				delete(f.series, k)
+				if s.h != nil {
+					s.h.release()
+				}
+				removed++
+			}
+		}
+		f.mu.Unlock()
+	}
+	st.nseries.Add(-int64(removed))
+	return removed
+}
+
+// runCount is the number of runs held.
+func (st *store) runCount() int {
+	st.runMu.Lock()
+	defer st.runMu.Unlock()
+	return len(st.runs)
 }
 
 func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType) *family {
@@ -168,7 +405,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
-		f.bounds = ClassicBuckets(st.env, name, contains)
+		f.bounds = ClassicBucketsAll(st.envs, name, contains)
 		f.boundPtrs = make([]*float64, len(f.bounds))
 		for i := range f.bounds {
 			f.boundPtrs[i] = &f.bounds[i]
@@ -209,32 +446,37 @@ func (f *family) key(buf []byte, tags map[string]string) []byte {
 	return buf
 }
 
-// get returns the series for tags, creating it unless the store is full;
-// nil means the sample overflowed the series limit.
-func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []byte) {
+// get returns the series for tags, creating it unless the store is full
+// (an error wrapping otlp.ErrDropped, counted) or f has expired
+// (errFamilyGone). Tags must have passed checkTags.
+func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []byte, error) {
 	buf = f.key(buf, tags)
 	f.mu.RLock()
 	s := f.series[string(buf)]
 	f.mu.RUnlock()
 	if s != nil {
-		return s, buf
+		if c := st.clock.Load(); c > s.run.last.Load() {
+			s.run.last.Store(c)
+		}
+		return s, buf, nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.dead {
+		return nil, buf, errFamilyGone
+	}
 	if s = f.series[string(buf)]; s != nil {
-		return s, buf
+		return s, buf, nil
 	}
 	if st.limit > 0 && st.nseries.Load() >= int64(st.limit) {
-		if st.onOverflow != nil {
-			st.onOverflow()
-		}
-		return nil, buf
+		st.onOverflow(OverflowSeries)
+		return nil, buf, fmt.Errorf("over the limit of %d k6 series: %w", st.limit, otlp.ErrDropped)
 	}
 	values := make([]string, len(f.labels))
 	for i, l := range f.labels {
 		values[i] = tags[l]
 	}
-	s = &series{key: string(buf), values: values, created: st.now()}
+	s = &series{key: string(buf), values: values, created: st.now(), run: st.runOf(tags["testid"])}
 	s.pairs[0] = f.labelPairs(values, "zero")
 	var sk strings.Builder
 	for _, lp := range s.pairs[0] {
@@ -248,31 +490,38 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 		s.pairs[1] = f.labelPairs(values, "nonzero")
 	}
 	if f.typ == k6.Trend {
-		s.h = newHist(f.bounds, s.created)
+		s.h = newHist(f.bounds, s.created, st.native)
 	}
 	f.series[string(buf)] = s
 	st.nseries.Add(1)
-	return s, buf
+	return s, buf, nil
 }
 
 // sample applies one k6 sample: a counter increment, a gauge value, a
-// rate sample (0 or not) or a trend observation, in k6 units.
-func (st *store) sample(f *family, s *series, v float64) {
+// rate sample (0 or not) or a trend observation, in k6 units. It
+// refuses (errOverflow) a sample that would make a figure infinite or
+// wrap a count.
+func (st *store) sample(f *family, s *series, v float64) error {
+	ok := true
 	switch f.typ {
 	case k6.Counter:
-		s.addFloat(v)
+		ok = s.addFloat(v)
 	case k6.Gauge:
 		s.bits.Store(math.Float64bits(v))
 	case k6.Rate:
 		if v != 0 {
-			s.nonzero.Add(1)
+			ok = addCount(&s.nonzero, 1)
 		} else {
-			s.zero.Add(1)
+			ok = addCount(&s.zero, 1)
 		}
 	default:
 		x := v * f.scale
-		s.h.observe(x, 1, x)
+		ok = s.h.observe(x, 1, x)
 	}
+	if !ok {
+		return errOverflow
+	}
+	return nil
 }
 
 // labelPairs builds a series' sorted label pairs once; scrapes share them.

@@ -1,8 +1,9 @@
 // Package follow reads the lines of a file that another process is still
 // writing, as `tail -F` does: it waits for the file to appear, reads it
 // from the start, keeps reading as it grows, starts again from the top
-// when it is truncated, and moves to the new file when the path is
-// rotated (renamed away or removed and recreated), after finishing the
+// when it is truncated (seen by its size, or by the content before the
+// read offset when it was refilled past its old size between two looks),
+// and moves to the new file when the path is rotated (renamed away or removed and recreated), after finishing the
 // old one. "-" reads standard input to its end.
 //
 // Only complete lines are handed over: a line still being written stays
@@ -107,7 +108,14 @@ type tailer struct {
 	off     int64  // bytes consumed from f
 	buf     []byte // read buffer
 	partial []byte // incomplete last line
+	tail    []byte // the last bytes consumed, ending at off
+	check   []byte // scratch for replaced
 }
+
+// tailLen is how many consumed bytes are kept to recognise the file's
+// content: k6 lines carry a timestamp and a value, so a refilled file
+// differs there.
+const tailLen = 64
 
 func (t *tailer) sleep() error {
 	select {
@@ -129,7 +137,7 @@ func (t *tailer) open() error {
 				f.Close()
 				return err
 			}
-			t.f, t.info, t.off, t.partial = f, info, 0, t.partial[:0]
+			t.f, t.info, t.off, t.partial, t.tail = f, info, 0, t.partial[:0], t.tail[:0]
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -153,6 +161,13 @@ func (t *tailer) run() error {
 	for {
 		if err := t.ctx.Err(); err != nil {
 			return err
+		}
+		if t.replaced() {
+			// Truncated and written past the old size between two looks:
+			// the size alone cannot tell, the content at the offset can.
+			if err := t.restart(); err != nil {
+				return err
+			}
 		}
 		n, err := t.drain()
 		if err != nil {
@@ -193,17 +208,42 @@ func (t *tailer) run() error {
 			}
 			continue
 		case cur.Size() < t.off:
-			t.opts.OnReopen(Truncated)
-			if _, err := t.f.Seek(0, io.SeekStart); err != nil {
+			if err := t.restart(); err != nil {
 				return err
 			}
-			t.off, t.partial = 0, t.partial[:0]
 			continue
 		}
 		if err := t.sleep(); err != nil {
 			return err
 		}
 	}
+}
+
+// restart reads the (truncated) file again from its start.
+func (t *tailer) restart() error {
+	t.opts.OnReopen(Truncated)
+	if _, err := t.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	t.off, t.partial, t.tail = 0, t.partial[:0], t.tail[:0]
+	return nil
+}
+
+// replaced reports whether the bytes just before the offset are no
+// longer those consumed there: the file was truncated and refilled.
+func (t *tailer) replaced() bool {
+	if len(t.tail) == 0 {
+		return false
+	}
+	if cap(t.check) < tailLen {
+		t.check = make([]byte, tailLen)
+	}
+	b := t.check[:len(t.tail)]
+	n, err := t.f.ReadAt(b, t.off-int64(len(t.tail)))
+	if n < len(b) {
+		return err != nil // shorter now: truncated
+	}
+	return !bytes.Equal(b, t.tail)
 }
 
 func (t *tailer) reopen(reason string) {
@@ -219,6 +259,7 @@ func (t *tailer) drain() (int, error) {
 		if n > 0 {
 			total += n
 			t.off += int64(n)
+			t.remember(t.buf[:n])
 			t.lines(t.buf[:n])
 		}
 		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
@@ -227,6 +268,18 @@ func (t *tailer) drain() (int, error) {
 		if err != nil {
 			return total, err
 		}
+	}
+}
+
+// remember keeps the last tailLen bytes consumed.
+func (t *tailer) remember(b []byte) {
+	if len(b) >= tailLen {
+		t.tail = append(t.tail[:0], b[len(b)-tailLen:]...)
+		return
+	}
+	t.tail = append(t.tail, b...)
+	if over := len(t.tail) - tailLen; over > 0 {
+		t.tail = append(t.tail[:0], t.tail[over:]...)
 	}
 }
 

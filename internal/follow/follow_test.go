@@ -2,6 +2,7 @@ package follow
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,64 @@ func TestGzipRefused(t *testing.T) {
 	err := Lines(context.Background(), "run.ndjson.gz", Options{}, func([]byte) {})
 	if err == nil || !strings.Contains(err.Error(), "run.ndjson.gz") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A file truncated and refilled past its old size between two polls is
+// read again from the top: every line of both contents arrives once.
+func TestTruncateRefillWithinPoll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.ndjson")
+	var a, b strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&a, `{"metric":"http_reqs","data":{"value":1,"i":"a%06d"}}`+"\n", i)
+		fmt.Fprintf(&b, `{"metric":"http_reqs","data":{"value":1,"i":"b%06d","pad":"refill"}}`+"\n", i)
+	}
+	if err := os.WriteFile(path, []byte(a.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Lines(ctx, path, Options{
+			Poll:     time.Second, // far slower than the refill below
+			OnReopen: func(r string) { c.mu.Lock(); c.reasons = append(c.reasons, r); c.mu.Unlock() },
+		}, func(l []byte) { c.mu.Lock(); c.lines = append(c.lines, string(l)); c.mu.Unlock() })
+	}()
+	waitCount(t, c, 2000)
+	// Truncate and refill at once (O_TRUNC then one write).
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := waitCount(t, c, 4000)
+	cancel()
+	<-errc
+	want := strings.Split(strings.TrimSuffix(a.String()+b.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Fatalf("line %d: %q, want %q", i, lines[i], want[i])
+		}
+	}
+	if _, reasons, _ := c.snapshot(); len(reasons) != 1 || reasons[0] != Truncated {
+		t.Errorf("reopen reasons %v, want one %q", reasons, Truncated)
+	}
+}
+
+// waitCount is waitFor reporting only how many lines arrived.
+func waitCount(t *testing.T, c *collector, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lines, _, _ := c.snapshot()
+		if len(lines) >= want {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d lines, want %d", len(lines), want)
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

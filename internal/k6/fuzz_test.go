@@ -3,6 +3,7 @@ package k6
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"math"
 	"os"
@@ -160,4 +161,42 @@ func checkErrorLine(t *testing.T, name string, input []byte, err error) {
 	if n < 1 || n > last {
 		t.Fatalf("error names line %d, the input's last line with content is %d: %v", n, last, err)
 	}
+}
+
+// FuzzNumberAgainstEncodingJSON: the scanner's number reader accepts
+// exactly the inputs encoding/json decodes as a finite number, and reads
+// the same float64 to the bit.
+func FuzzNumberAgainstEncodingJSON(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1", "-1", "01", "-01", "+1", "00", "1.", ".5", "-.5", "1.5", "1e5", "1E-2", "1e+3", "1e", "1e+",
+		"-", "1.526667", "123456789012345678", "0.1", "1e400", "1e-400", "4.9e-324", " 7 ", "1 2", "1-", "1.2.3", "0x10", "1_000"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		sc := scanner{b: in}
+		got, err := sc.num("value")
+		sc.ws()
+		ours := err == nil && sc.i == len(in)
+
+		dec := json.NewDecoder(bytes.NewReader(in))
+		dec.UseNumber()
+		var x any
+		theirs := false
+		var want float64
+		if dec.Decode(&x) == nil {
+			if _, end := dec.Token(); end == io.EOF {
+				if n, ok := x.(json.Number); ok {
+					v, err := n.Float64()
+					if err == nil && !math.IsInf(v, 0) {
+						theirs, want = true, v
+					}
+				}
+			}
+		}
+		if ours != theirs {
+			t.Fatalf("%q: scanner accepts %t (err %v), encoding/json %t", in, ours, err, theirs)
+		}
+		if ours && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: scanner reads %v, encoding/json %v", in, got, want)
+		}
+	})
 }

@@ -11,6 +11,16 @@ import (
 // startProgress draws a one-line progress bar of the bytes read so far on
 // w (meant for a terminal's stderr) every 200 ms, and clears it on stop.
 func startProgress(w io.Writer, name string, size int64, c *countingReader) (stop func()) {
+	t := time.NewTicker(200 * time.Millisecond)
+	stopDraw := drawProgress(w, name, size, c, t.C)
+	return func() {
+		stopDraw()
+		t.Stop()
+	}
+}
+
+// drawProgress draws the bar on each tick until stop, then clears it.
+func drawProgress(w io.Writer, name string, size int64, c *countingReader, ticks <-chan time.Time) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	label := filepath.Base(name)
@@ -19,8 +29,6 @@ func startProgress(w io.Writer, name string, size int64, c *countingReader) (sto
 	}
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
 		drawn := false
 		for {
 			select {
@@ -29,7 +37,7 @@ func startProgress(w io.Writer, name string, size int64, c *countingReader) (sto
 					fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", 78))
 				}
 				return
-			case <-t.C:
+			case <-ticks:
 				fmt.Fprint(w, progressLine(label, c.n.Load(), size))
 				drawn = true
 			}

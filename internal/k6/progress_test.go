@@ -18,16 +18,26 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// The bar is drawn while loading and cleared at the end.
+// The bar is drawn on each tick while loading and cleared at the end;
+// the test sends the ticks, so it waits on no clock.
 func TestProgressDrawsAndClears(t *testing.T) {
 	var buf bytes.Buffer
 	c := &countingReader{}
 	c.n.Store(10)
-	stop := startProgress(&buf, "f", 100, c)
-	time.Sleep(250 * time.Millisecond)
+	ticks := make(chan time.Time)
+	stop := drawProgress(&buf, "f", 100, c, ticks)
+	ticks <- time.Time{} // unbuffered: the draw has begun when this returns
+	c.n.Store(60)
+	ticks <- time.Time{}
 	stop()
 	out := buf.String()
-	if !strings.Contains(out, " 10%") || !strings.HasSuffix(out, "\r") {
+	if !strings.Contains(out, " 10%") || !strings.Contains(out, " 60%") || !strings.HasSuffix(out, "\r") {
 		t.Errorf("progress output %q", out)
+	}
+	// Nothing drawn, nothing to clear.
+	buf.Reset()
+	drawProgress(&buf, "f", 100, c, make(chan time.Time))()
+	if buf.Len() != 0 {
+		t.Errorf("output without a tick: %q", buf.String())
 	}
 }

@@ -312,6 +312,9 @@ func (s *scanner) num(field string) (float64, error) {
 		}
 		return 0, errf(field, "want a number, got %q", s.b[s.i])
 	}
+	if !jsonNumber(tok) {
+		return 0, errf(field, "want a JSON number, got %q", tok)
+	}
 	if v, ok := fastFloat(tok); ok {
 		return v, nil
 	}
@@ -320,6 +323,52 @@ func (s *scanner) num(field string) (float64, error) {
 		return 0, errf(field, "want a finite number, got %q", tok)
 	}
 	return v, nil
+}
+
+// jsonNumber reports whether b is a number in JSON's grammar (RFC 8259):
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. strconv.ParseFloat
+// and fastFloat alone would also take "01", "-01", "+1", ".5" and "1.".
+func jsonNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return false
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(b)
 }
 
 // quoteSpan quotes the offending JSON token at the start of b (a string
@@ -386,8 +435,9 @@ func fastFloat(b []byte) (float64, bool) {
 		}
 		mant = mant*10 + uint64(c-'0')
 	}
-	// JSON forbids "1." and ".5" and leading zeros like "01"; let strconv
-	// and the syntax rule decide those rare cases.
+	// "1." and ".5" go to strconv. (The JSON scanner checks the grammar,
+	// leading zeros included, before it calls fastFloat; CSV values are
+	// not JSON and take what strconv takes.)
 	first := 0
 	if neg {
 		first = 1

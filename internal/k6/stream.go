@@ -86,7 +86,6 @@ type shared struct {
 	sketch    atomic.Bool
 	held      atomic.Int64 // bytes of exact trend samples held
 	stop      atomic.Bool
-	statsP    []float64
 	bufPool   sync.Pool
 	keepPts   bool
 	minT      atomic.Int64
@@ -351,7 +350,6 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 	start := runStart(sh.minT.Load(), sh.firstVusT.Load())
 	end := sh.maxT.Load()
 	if windowed {
-		start = winStart
 		lo := winStart + int64(lowerD)
 		hi := end
 		if opts.To > 0 && winStart+int64(opts.To) < hi {

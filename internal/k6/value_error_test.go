@@ -25,3 +25,24 @@ func TestBadValueErrorQuotesToken(t *testing.T) {
 		}
 	}
 }
+
+// Numbers outside JSON's grammar are refused on the canonical fast path
+// and in the general scanner (keys out of k6's order) alike.
+func TestNonJSONNumbersRefused(t *testing.T) {
+	for _, v := range []string{"01", "-01", "+1", "00", ".5", "1.", "1e", "-"} {
+		for _, line := range []string{
+			`{"metric":"http_reqs","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":` + v + `,"tags":{"status":"200"}}}`,
+			`{"type":"Point","metric":"http_reqs","data":{"value":` + v + `,"time":"2026-11-30T08:51:04Z","tags":{}}}`,
+		} {
+			var p Point
+			_, _, err := ParseNDJSONLine([]byte(line), &p)
+			if err == nil || !strings.Contains(err.Error(), "data.value") {
+				t.Errorf("value %s: error %v, want one naming data.value", v, err)
+			}
+		}
+	}
+	var p Point
+	if _, _, err := ParseNDJSONLine([]byte(`{"metric":"http_reqs","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":0,"tags":{}}}`), &p); err != nil || p.Value != 0 {
+		t.Errorf("value 0: %v, %v", p.Value, err)
+	}
+}

@@ -21,6 +21,9 @@ import (
 type Options struct {
 	Source    string
 	Scenarios []Scenario // sorted by start time, then name
+	// Order is the scenario names in the order the file lists them (k6
+	// inspect prints them sorted by name).
+	Order []string
 }
 
 // Scenario is one k6 scenario with the fields the executors use.
@@ -141,7 +144,7 @@ func (o *Options) Scenario(name string) (*Scenario, error) {
 	if len(staged) == 1 {
 		return staged[0], nil
 	}
-	return nil, fmt.Errorf("%s: %d scenarios (%s); name the one whose stages define the windows", o.Source, len(o.Scenarios), strings.Join(names, ", "))
+	return nil, fmt.Errorf("%s: %d scenarios (%s); name the one whose stages define the windows with --scenario", o.Source, len(o.Scenarios), strings.Join(names, ", "))
 }
 
 // Load reads a `k6 inspect` JSON file.
@@ -155,10 +158,11 @@ func Load(path string) (*Options, error) {
 
 // inspect mirrors the fields of `k6 inspect` output this package reads.
 type inspect struct {
-	VUs       *int                       `json:"vus"`
-	Duration  json.RawMessage            `json:"duration"`
-	Stages    []rawStage                 `json:"stages"`
-	Scenarios map[string]json.RawMessage `json:"scenarios"`
+	rawScenarios json.RawMessage
+	VUs          *int                       `json:"vus"`
+	Duration     json.RawMessage            `json:"duration"`
+	Stages       []rawStage                 `json:"stages"`
+	Scenarios    map[string]json.RawMessage `json:"scenarios"`
 }
 
 type rawStage struct {
@@ -188,12 +192,24 @@ type rawScenario struct {
 // top-level stages become a ramping-vus scenario "default", and
 // top-level vus+duration a constant-vus one.
 func Parse(name string, r io.Reader) (*Options, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	var in inspect
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&in); err != nil {
 		return nil, fmt.Errorf("%s: not k6 inspect JSON: %w", name, err)
 	}
+	// A second decode of the same value keeps the scenarios' written order.
+	var order struct {
+		Scenarios json.RawMessage `json:"scenarios"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&order); err == nil {
+		in.rawScenarios = order.Scenarios
+	}
 	o := &Options{Source: name}
+	o.Order = scenarioOrder(in.rawScenarios)
 	for sn, raw := range in.Scenarios {
 		var rs rawScenario
 		if err := json.Unmarshal(raw, &rs); err != nil {
@@ -392,4 +408,122 @@ func ParseStages(spec, executor string) (*Scenario, error) {
 		sc.Stages = append(sc.Stages, Stage{Duration: dur, Target: target})
 	}
 	return sc, nil
+}
+
+// scenarioOrder lists the keys of a JSON object in the order written; nil
+// when raw is not an object.
+func scenarioOrder(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var keys []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		k, ok := t.(string)
+		if !ok {
+			return keys
+		}
+		keys = append(keys, k)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return keys
+		}
+	}
+	return keys
+}
+
+// Staged is the set of scenarios whose stages window a stage report.
+type Staged struct {
+	// Scenarios by start time, then in the file's order.
+	Scenarios []*Scenario
+	// Shared is true when every scenario has the same windows (say one
+	// scenario per endpoint, all with the same ramp, run in parallel):
+	// one set of windows serves all. Otherwise each sample is windowed
+	// by its own scenario's stages.
+	Shared bool
+	// Filtered is true when name picked one scenario of several.
+	Filtered bool
+}
+
+// Windows returns the windows of the set when Shared, else nil.
+func (s *Staged) Windows() []Window {
+	if !s.Shared || len(s.Scenarios) == 0 {
+		return nil
+	}
+	return s.Scenarios[0].Windows()
+}
+
+// Stages picks the scenarios whose stages define a stage report's
+// windows. A name keeps only that scenario. Without one, every scenario
+// with stages is used (or, when none has stages, every scenario with a
+// schedule), in the file's order.
+func (o *Options) Stages(name string) (*Staged, error) {
+	byName := map[string]*Scenario{}
+	for i := range o.Scenarios {
+		byName[o.Scenarios[i].Name] = &o.Scenarios[i]
+	}
+	order := o.Order
+	if len(order) != len(o.Scenarios) {
+		order = order[:0:0]
+		for _, sc := range o.Scenarios {
+			order = append(order, sc.Name)
+		}
+	}
+	if name != "" {
+		sc := byName[name]
+		if sc == nil {
+			return nil, fmt.Errorf("%s: --scenario %q: no such scenario (scenarios: %s)", o.Source, name, strings.Join(order, ", "))
+		}
+		if len(sc.Windows()) == 0 {
+			return nil, fmt.Errorf("%s: --scenario %q: executor %s has no stage windows", o.Source, name, sc.Executor)
+		}
+		return &Staged{Scenarios: []*Scenario{sc}, Shared: true, Filtered: len(o.Scenarios) > 1}, nil
+	}
+	st := &Staged{}
+	for _, n := range order {
+		if sc := byName[n]; sc != nil && len(sc.Stages) > 0 {
+			st.Scenarios = append(st.Scenarios, sc)
+		}
+	}
+	if len(st.Scenarios) == 0 {
+		for _, n := range order {
+			if sc := byName[n]; sc != nil && len(sc.Windows()) > 0 {
+				st.Scenarios = append(st.Scenarios, sc)
+			}
+		}
+	}
+	if len(st.Scenarios) == 0 {
+		return nil, fmt.Errorf("%s: no scenario has a schedule of stage windows (scenarios: %s)", o.Source, strings.Join(order, ", "))
+	}
+	// Sequential scenarios run in start order; parallel ones keep the
+	// file's order.
+	sort.SliceStable(st.Scenarios, func(i, j int) bool { return st.Scenarios[i].StartTime < st.Scenarios[j].StartTime })
+	st.Filtered = len(st.Scenarios) < len(o.Scenarios)
+	st.Shared = true
+	ref := st.Scenarios[0].Windows()
+	for _, sc := range st.Scenarios[1:] {
+		if !sameWindows(ref, sc.Windows()) {
+			st.Shared = false
+		}
+	}
+	return st, nil
+}
+
+func sameWindows(a, b []Window) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package k6options
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,46 @@ func TestParseStages(t *testing.T) {
 	}
 	if _, err := ParseStages("1m:1", "constant-vus"); err == nil {
 		t.Error("constant-vus with stages accepted")
+	}
+}
+
+func TestStagesPicksScenarios(t *testing.T) {
+	ramp := `{"executor":"ramping-arrival-rate","startRate":0,"timeUnit":"1s","stages":[{"duration":"1m","target":5},{"duration":"1m","target":10}]%s}`
+	for _, tc := range []struct {
+		name, json, pick string
+		want             string // scenario names in order
+		shared, filtered bool
+		err              string
+	}{
+		{"parallel", `{"scenarios":{"b":` + fmt.Sprintf(ramp, "") + `,"a":` + fmt.Sprintf(ramp, "") + `}}`, "", "b,a", true, false, ""},
+		{"sequential", `{"scenarios":{"a":` + fmt.Sprintf(ramp, "") + `,"b":` + fmt.Sprintf(ramp, `,"startTime":"2m"`) + `}}`, "", "a,b", false, false, ""},
+		{"filter", `{"scenarios":{"a":` + fmt.Sprintf(ramp, "") + `,"b":` + fmt.Sprintf(ramp, "") + `}}`, "b", "b", true, true, ""},
+		{"unstaged left out", `{"scenarios":{"a":` + fmt.Sprintf(ramp, "") + `,"c":{"executor":"constant-vus","vus":1,"duration":"1m"}}}`, "", "a", true, true, ""},
+		{"no stages anywhere", `{"scenarios":{"c":{"executor":"constant-vus","vus":1,"duration":"1m"},"d":{"executor":"constant-vus","vus":2,"duration":"1m"}}}`, "", "c,d", false, false, ""},
+		{"unknown", `{"scenarios":{"a":` + fmt.Sprintf(ramp, "") + `}}`, "x", "", false, false, `--scenario "x": no such scenario (scenarios: a)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Parse("opts.json", strings.NewReader(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := o.Stages(tc.pick)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, sc := range st.Scenarios {
+				names = append(names, sc.Name)
+			}
+			if strings.Join(names, ",") != tc.want || st.Shared != tc.shared || st.Filtered != tc.filtered {
+				t.Errorf("got %v shared %v filtered %v; want %s shared %v filtered %v", names, st.Shared, st.Filtered, tc.want, tc.shared, tc.filtered)
+			}
+		})
 	}
 }

@@ -29,25 +29,29 @@ func (s *checkSink) finite(what, name string, v float64) {
 	}
 }
 
-func (s *checkSink) Define(name string, typ k6.MetricType, _ k6.ValueType) bool {
+func (s *checkSink) Define(name string, typ k6.MetricType, _ k6.ValueType) error {
 	if old, ok := s.types[name]; ok && old != typ {
-		return false
+		return fmt.Errorf("type %s, not %s", old, typ)
 	}
 	s.types[name] = typ
-	return true
+	return nil
 }
 
-func (s *checkSink) AddCounter(name string, _ map[string]string, d float64) {
+func (s *checkSink) AddCounter(name string, _ map[string]string, d float64) error {
 	s.finite("counter", name, d)
 	if d < 0 {
 		s.t.Fatalf("counter %s: negative increment %v", name, d)
 	}
+	return nil
 }
 
-func (s *checkSink) SetGauge(string, map[string]string, float64)       {}
-func (s *checkSink) AddRate(string, map[string]string, uint64, uint64) {}
+func (s *checkSink) SetGauge(name string, _ map[string]string, v float64) error {
+	s.finite("gauge", name, v)
+	return nil
+}
+func (s *checkSink) AddRate(string, map[string]string, uint64, uint64) error { return nil }
 
-func (s *checkSink) AddBuckets(name string, _ map[string]string, values []float64, counts []uint64, sum float64) {
+func (s *checkSink) AddBuckets(name string, _ map[string]string, values []float64, counts []uint64, sum float64) error {
 	if len(values) != len(counts) {
 		s.t.Fatalf("histogram %s: %d values for %d counts", name, len(values), len(counts))
 	}
@@ -57,6 +61,7 @@ func (s *checkSink) AddBuckets(name string, _ map[string]string, values []float6
 			s.finite("histogram bucket value", name, v)
 		}
 	}
+	return nil
 }
 
 func (s *checkSink) Ingested(n int, _ int64) {

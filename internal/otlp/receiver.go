@@ -11,12 +11,20 @@
 // The Receiver keeps the last value of every stream (resource, metric,
 // attributes, start time) and hands the Sink only what changed, so
 // several k6 instances pushing to one exporter add up, and a restarted
-// stream (new start time, or a lower count) starts again from zero.
-// Delta temporality is passed through as is.
+// stream (new start time) starts again from zero. A lower value with the
+// same start time is a late or repeated export: it adds nothing and is
+// counted (OnBad "late_point"), as the OTel data model has it. Delta
+// temporality is passed through as is.
+//
+// Every data point is checked before it reaches the Sink (finite values,
+// consistent bucket counts, bounded layouts); refused points are counted
+// in the reply's partial_success.
 package otlp
 
 import (
+	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -28,6 +36,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -50,24 +61,61 @@ const (
 	OutcomeTooLarge         = "too_large"
 	OutcomeUnsupportedMedia = "unsupported_media_type"
 	OutcomeMethod           = "method_not_allowed"
+	OutcomeBusy             = "busy"
+	OutcomeUnauthorized     = "unauthorized"
 )
 
 // Outcomes lists every outcome.
-var Outcomes = []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod}
+var Outcomes = []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod, OutcomeBusy, OutcomeUnauthorized}
+
+// BusyWait is how long a request waits for a decoding slot before it is
+// refused with 503 (gRPC: UNAVAILABLE) and a Retry-After of RetryAfter.
+const (
+	BusyWait   = 500 * time.Millisecond
+	RetryAfter = "1"
+)
 
 // Sink takes the samples. Names are k6 metric names (prefix and ".total"
-// removed); values are in k6 units (ms for time).
+// removed); values are in k6 units (ms for time). A non-nil error refuses
+// the data point: the receiver counts it as rejected in the reply, and
+// as bad input (OnBad, reason "bad_value") unless the error wraps
+// ErrDropped, which says the sink counted the drop itself (a limit).
 type Sink interface {
-	// Define types a metric; false refuses it (a type clash).
-	Define(name string, typ k6.MetricType, contains k6.ValueType) bool
-	AddCounter(name string, tags map[string]string, delta float64)
-	SetGauge(name string, tags map[string]string, v float64)
-	AddRate(name string, tags map[string]string, zero, nonzero uint64)
+	// Define types a metric; a non-nil error refuses it (a type clash, a
+	// name limit).
+	Define(name string, typ k6.MetricType, contains k6.ValueType) error
+	AddCounter(name string, tags map[string]string, delta float64) error
+	SetGauge(name string, tags map[string]string, v float64) error
+	AddRate(name string, tags map[string]string, zero, nonzero uint64) error
 	// AddBuckets adds counts[i] samples at values[i] and sum to the total.
-	AddBuckets(name string, tags map[string]string, values []float64, counts []uint64, sum float64)
+	AddBuckets(name string, tags map[string]string, values []float64, counts []uint64, sum float64) error
 	// Ingested reports data points taken and the newest point's time (ns).
 	Ingested(n int, newestUnixNano int64)
 }
+
+// ErrDropped marks a Sink error for a point the sink has already counted
+// (over a limit, or bad in a way only the sink can see): the receiver
+// rejects it without counting it again.
+var ErrDropped = errors.New("dropped")
+
+// Limits on one data point and on the receiver's state.
+const (
+	// MaxExplicitBounds bounds an explicit histogram's bucket layout (k6
+	// sends 15 bounds by default).
+	MaxExplicitBounds = 1024
+	// MaxExponentialBuckets bounds an exponential histogram's positive
+	// plus negative bucket counts (the OTel SDK default is 160 each).
+	MaxExponentialBuckets = 4096
+	// MaxRate bounds a Rate delta: beyond 2^53 a float no longer holds an
+	// exact count.
+	MaxRate = 1 << 53
+	// DefaultStreamLimit bounds the cumulative streams remembered.
+	DefaultStreamLimit = 100000
+	// StreamBucketBudget bounds the histogram buckets (and explicit
+	// bounds) remembered across all cumulative streams, about 16 bytes
+	// each: 32 MiB. k6 streams hold 16 buckets and 15 bounds each.
+	StreamBucketBudget = 2 << 20
+)
 
 // Options configure a Receiver.
 type Options struct {
@@ -78,6 +126,25 @@ type Options struct {
 	OnRequest func(outcome string, points int, err error)
 	// OnBad is told each skipped data point's reason.
 	OnBad func(reason string, err error)
+	// StreamLimit bounds the cumulative streams remembered (0 =
+	// DefaultStreamLimit); points of new streams past it are rejected and
+	// told to OnDrop.
+	StreamLimit int
+	// OnDrop is told each point dropped over a receiver limit (reason
+	// "streams").
+	OnDrop func(reason string)
+	// MaxInFlight bounds the requests decoded at once (each may hold
+	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
+	MaxInFlight int
+	// MaxWireBytes bounds the bytes of OTLP/HTTP bodies being received,
+	// over all requests, charged as they arrive: a client sending slowly
+	// holds only what it has sent, so slow clients cannot take the
+	// decoding slots from others. Past it a request gets 503 with
+	// Retry-After. 0 = no limit.
+	MaxWireBytes int64
+	// GRPCAuth, when set, checks each gRPC call's authorization header
+	// (as HTTP basic auth) before its message is read.
+	GRPCAuth func(authorization string) bool
 }
 
 // Receiver is the /v1/metrics handler.
@@ -88,11 +155,50 @@ type Receiver struct {
 	mu      sync.Mutex
 	seed    maphash.Seed
 	streams map[uint64]*stream
+	clock   int64 // unix ns stamped on streams as they are used (Expire)
+	cost    int   // buckets and bounds held by all streams (StreamBucketBudget)
+	now     func() time.Time
+	slots   chan struct{} // decoding slots; nil = no limit
+	wire    atomic.Int64  // OTLP/HTTP body bytes being received (MaxWireBytes)
+}
+
+// acquire takes a decoding slot, waiting up to BusyWait; false: none.
+func (rc *Receiver) acquire(ctx context.Context) bool {
+	if rc.slots == nil {
+		return true
+	}
+	select {
+	case rc.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(BusyWait)
+	defer t.Stop()
+	select {
+	case rc.slots <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// WireBytes is the OTLP/HTTP body bytes being received.
+func (rc *Receiver) WireBytes() int64 { return rc.wire.Load() }
+
+// InFlight is the number of requests being decoded.
+func (rc *Receiver) InFlight() int { return len(rc.slots) }
+
+func (rc *Receiver) release() {
+	if rc.slots != nil {
+		<-rc.slots
+	}
 }
 
 // stream is the last cumulative state of one data point stream.
 type stream struct {
 	start   uint64
+	seen    int64 // last use, Receiver.clock
 	value   float64
 	count   uint64
 	sum     float64
@@ -101,6 +207,20 @@ type stream struct {
 	exp     map[int32]float64 // exponential: signed bucket key -> count (see expKey)
 	zero    uint64
 	scale   int32
+	used    bool // a point was taken: value/count are a baseline
+	cost    int  // buckets and bounds held
+}
+
+// charge accounts a stream's new state of n buckets and bounds; false
+// (nothing charged) when it would grow past StreamBucketBudget.
+func (rc *Receiver) charge(st *stream, n int) bool {
+	d := n - st.cost
+	if d > 0 && rc.cost+d > StreamBucketBudget {
+		return false
+	}
+	rc.cost += d
+	st.cost = n
+	return true
 }
 
 // NewReceiver builds a Receiver feeding sink.
@@ -114,12 +234,47 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnBad == nil {
 		opts.OnBad = func(string, error) {}
 	}
-	return &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}}
+	if opts.OnDrop == nil {
+		opts.OnDrop = func(string) {}
+	}
+	if opts.StreamLimit <= 0 {
+		opts.StreamLimit = DefaultStreamLimit
+	}
+	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, now: time.Now}
+	if opts.MaxInFlight > 0 {
+		rc.slots = make(chan struct{}, opts.MaxInFlight)
+	}
+	return rc
+}
+
+// Streams is the number of cumulative streams remembered.
+func (rc *Receiver) Streams() int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return len(rc.streams)
+}
+
+// Expire forgets the cumulative streams not used since before; it
+// returns how many. A stream seen again later starts from its next
+// point's full value, as after a restart.
+func (rc *Receiver) Expire(before time.Time) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for k, st := range rc.streams {
+		if st.seen < before.UnixNano() {
+			rc.cost -= st.cost
+			delete(rc.streams, k)
+			n++
+		}
+	}
+	return n
 }
 
 // ServeHTTP implements OTLP/HTTP: POST, Content-Type application/x-protobuf
 // or application/json, optional gzip Content-Encoding. 413 beyond the
-// body limit, 415 for another content type, 400 for an undecodable body.
+// body limit, 415 for another content type, 400 for an undecodable body,
+// 503 with Retry-After when MaxInFlight requests are already decoding.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -133,7 +288,29 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Errorf("content type %q: want application/x-protobuf or application/json", r.Header.Get("Content-Type")))
 		return
 	}
-	body, status, err := rc.read(w, r)
+	// The body is received before a decoding slot is taken: a slow
+	// client holds only the bytes it sent (MaxWireBytes), never a slot.
+	raw, held, status, err := rc.receive(w, r)
+	defer rc.wire.Add(-held)
+	if err != nil {
+		outcome := OutcomeBadRequest
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			outcome = OutcomeTooLarge
+		case http.StatusServiceUnavailable:
+			outcome = OutcomeBusy
+			w.Header().Set("Retry-After", RetryAfter)
+		}
+		rc.fail(w, status, outcome, err)
+		return
+	}
+	if !rc.acquire(r.Context()) {
+		w.Header().Set("Retry-After", RetryAfter)
+		rc.fail(w, http.StatusServiceUnavailable, OutcomeBusy, fmt.Errorf("%d OTLP requests already being decoded; retry later", cap(rc.slots)))
+		return
+	}
+	defer rc.release()
+	body, status, err := rc.decompress(raw, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		outcome := OutcomeBadRequest
 		if status == http.StatusRequestEntityTooLarge {
@@ -172,31 +349,62 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
-func (rc *Receiver) read(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+// receive reads an OTLP/HTTP body as sent (compressed or not), up to
+// MaxBody bytes, charging each chunk to the wire budget as it arrives.
+// held is what it charged, to be given back when the request is done.
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte, held int64, status int, err error) {
 	if r.ContentLength > rc.opts.MaxBody {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
+		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
 	}
-	var src io.Reader = http.MaxBytesReader(w, r.Body, rc.opts.MaxBody)
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(src)
-		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
-		}
-		defer gz.Close()
-		src = gz
+	case "", "identity", "gzip":
 	default:
-		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", r.Header.Get("Content-Encoding"))
+		return nil, 0, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", r.Header.Get("Content-Encoding"))
 	}
-	// The limit also bounds the decoded size (a gzip bomb).
-	body, err := io.ReadAll(io.LimitReader(src, rc.opts.MaxBody+1))
-	var mbe *http.MaxBytesError
+	src := http.MaxBytesReader(w, r.Body, rc.opts.MaxBody)
+	var buf bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	for {
+		n, rerr := src.Read(chunk)
+		if n > 0 {
+			if lim := rc.opts.MaxWireBytes; lim > 0 && rc.wire.Add(int64(n)) > lim {
+				rc.wire.Add(-int64(n))
+				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", lim)
+			} else if lim <= 0 {
+				rc.wire.Add(int64(n))
+			}
+			held += int64(n)
+			buf.Write(chunk[:n])
+		}
+		var mbe *http.MaxBytesError
+		switch {
+		case rerr == io.EOF:
+			return buf.Bytes(), held, 0, nil
+		case errors.As(rerr, &mbe):
+			return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
+		case rerr != nil:
+			return nil, held, http.StatusBadRequest, fmt.Errorf("reading body: %w", rerr)
+		}
+	}
+}
+
+// decompress undoes the body's content encoding. The body limit also
+// bounds the decoded size (a gzip bomb).
+func (rc *Receiver) decompress(raw []byte, encoding string) ([]byte, int, error) {
+	if !strings.EqualFold(encoding, "gzip") {
+		return raw, 0, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+	}
+	defer gz.Close()
+	body, err := io.ReadAll(io.LimitReader(gz, rc.opts.MaxBody+1))
 	switch {
-	case errors.As(err, &mbe), int64(len(body)) > rc.opts.MaxBody:
+	case int64(len(body)) > rc.opts.MaxBody:
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
 	case err != nil:
-		return nil, http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
 	}
 	return body, 0, nil
 }
@@ -211,28 +419,69 @@ func (rc *Receiver) fail(w http.ResponseWriter, status int, outcome string, err 
 func (rc *Receiver) Consume(req *colmetricpb.ExportMetricsServiceRequest) (taken, rejected int, msg string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	var newest uint64
-	reject := func(reason string, err error) {
-		rejected++
-		if msg == "" {
-			msg = err.Error()
-		}
-		rc.opts.OnBad(reason, err)
-	}
+	rc.clock = rc.now().UnixNano()
+	c := &consumer{rc: rc}
 	for _, rm := range req.GetResourceMetrics() {
 		resKey := attrKey(rm.GetResource().GetAttributes())
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {
-				n, err := rc.metric(resKey, m, &newest)
-				taken += n
-				if err != nil {
-					reject(err.reason, err)
+				if err := rc.metric(c, resKey, m); err != nil {
+					// The whole metric is refused: each of its points.
+					c.reject(err.reason, err, max(dataPoints(m), 1))
 				}
 			}
 		}
 	}
-	rc.sink.Ingested(taken, int64(newest))
-	return taken, rejected, msg
+	rc.sink.Ingested(c.taken, int64(c.newest))
+	return c.taken, c.rejected, c.msg
+}
+
+// consumer tallies one export request.
+type consumer struct {
+	rc       *Receiver
+	taken    int
+	rejected int
+	msg      string
+	newest   uint64
+}
+
+// reject counts n refused points; reason "" means the sink counted them.
+func (c *consumer) reject(reason string, err error, n int) {
+	c.rejected += n
+	if c.msg == "" {
+		c.msg = err.Error()
+	}
+	if reason != "" {
+		c.rc.opts.OnBad(reason, err)
+	}
+}
+
+// sinkErr files a Sink error: taken when nil, else rejected.
+func (c *consumer) sinkErr(metric string, err error) {
+	switch {
+	case err == nil:
+		c.taken++
+	case errors.Is(err, ErrDropped):
+		c.reject("", &pointError{"", metric, err.Error()}, 1)
+	default:
+		c.reject("bad_value", &pointError{"bad_value", metric, err.Error()}, 1)
+	}
+}
+
+func dataPoints(m *metricpb.Metric) int {
+	switch d := m.GetData().(type) {
+	case *metricpb.Metric_Sum:
+		return len(d.Sum.GetDataPoints())
+	case *metricpb.Metric_Gauge:
+		return len(d.Gauge.GetDataPoints())
+	case *metricpb.Metric_Histogram:
+		return len(d.Histogram.GetDataPoints())
+	case *metricpb.Metric_ExponentialHistogram:
+		return len(d.ExponentialHistogram.GetDataPoints())
+	case *metricpb.Metric_Summary:
+		return len(d.Summary.GetDataPoints())
+	}
+	return 0
 }
 
 // pointError says why a metric's data points were skipped.
@@ -272,21 +521,35 @@ func contains(unit string) (k6.ValueType, float64) {
 	return k6.Default, 1
 }
 
-func (rc *Receiver) metric(resKey string, m *metricpb.Metric, newest *uint64) (int, *pointError) {
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func (rc *Receiver) metric(c *consumer, resKey string, m *metricpb.Metric) *pointError {
 	name, isRate, ok := rc.name(m.GetName())
 	if !ok {
-		return 0, &pointError{"prefix", m.GetName(), fmt.Sprintf("name lacks the metric prefix %q", rc.opts.Prefix)}
+		return &pointError{"prefix", m.GetName(), fmt.Sprintf("name lacks the metric prefix %q", rc.opts.Prefix)}
+	}
+	if !utf8.ValidString(name) {
+		return &pointError{"invalid_utf8", strings.ToValidUTF8(m.GetName(), "\uFFFD"), "metric name is not valid UTF-8"}
 	}
 	cont, unitScale := contains(m.GetUnit())
 	perr := func(reason, format string, a ...any) *pointError {
 		return &pointError{reason, m.GetName(), fmt.Sprintf(format, a...)}
 	}
+	define := func(typ k6.MetricType) *pointError {
+		if err := rc.sink.Define(name, typ, cont); err != nil {
+			if errors.Is(err, ErrDropped) {
+				return &pointError{"", m.GetName(), err.Error()}
+			}
+			return perr("type_conflict", "%v", err)
+		}
+		return nil
+	}
 	seen := func(t uint64) {
-		if t > *newest {
-			*newest = t
+		if t > c.newest {
+			c.newest = t
 		}
 	}
-	n := 0
+	bad := func(reason string, e *pointError) { c.reject(reason, e, 1) }
 	switch d := m.GetData().(type) {
 	case *metricpb.Metric_Sum:
 		cum := d.Sum.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
@@ -297,106 +560,145 @@ func (rc *Receiver) metric(resKey string, m *metricpb.Metric, newest *uint64) (i
 		case !d.Sum.GetIsMonotonic():
 			typ = k6.Gauge
 		}
-		if !rc.sink.Define(name, typ, cont) {
-			return 0, perr("type_conflict", "already defined with another type")
+		if e := define(typ); e != nil {
+			return e
 		}
 		for _, dp := range d.Sum.GetDataPoints() {
 			v := number(dp)
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				rc.opts.OnBad("bad_value", perr("bad_value", "value %v", v))
+			if !finite(v) || !finite(v*unitScale) {
+				bad("bad_value", perr("bad_value", "value %v", v))
 				continue
 			}
 			tags, cond := tagsOf(dp.GetAttributes())
-			seen(dp.GetTimeUnixNano())
-			n++
 			if typ == k6.Gauge {
-				rc.sink.SetGauge(name, tags, v*unitScale)
+				seen(dp.GetTimeUnixNano())
+				c.sinkErr(m.GetName(), rc.sink.SetGauge(name, tags, v*unitScale))
 				continue
 			}
 			delta := v
 			if cum {
 				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if v >= st.value {
+				if st == nil {
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
+				if st.used && v < st.value {
+					// Same start time, lower value: an earlier export
+					// arriving late. Only a new start time is a reset.
+					rc.opts.OnBad("late_point", perr("late_point", "cumulative value %v below %v already seen for the same start time", v, st.value))
+					continue
+				}
+				if st.used {
 					delta = v - st.value
-				} // else a reset: the whole value is new
-				st.value = v
+				}
+				st.value, st.used = v, true
 			}
+			if delta < 0 {
+				// A monotonic sum never goes down.
+				bad("bad_value", perr("bad_value", "negative increment %v of a monotonic sum", delta))
+				continue
+			}
+			seen(dp.GetTimeUnixNano())
 			if typ == k6.Rate {
-				if delta < 0 {
+				if delta > MaxRate || delta != math.Trunc(delta) {
+					bad("bad_value", perr("bad_value", "rate count %v is not a whole number below 2^53", delta))
 					continue
 				}
 				if cond == "nonzero" {
-					rc.sink.AddRate(name, tags, 0, uint64(delta))
+					c.sinkErr(m.GetName(), rc.sink.AddRate(name, tags, 0, uint64(delta)))
 				} else {
-					rc.sink.AddRate(name, tags, uint64(delta), 0)
+					c.sinkErr(m.GetName(), rc.sink.AddRate(name, tags, uint64(delta), 0))
 				}
 				continue
 			}
-			if delta < 0 {
-				// A monotonic sum never goes down: a negative delta or a
-				// negative value after a reset is bad data.
-				n--
-				rc.opts.OnBad("bad_value", perr("bad_value", "negative increment %v of a monotonic sum", delta))
-				continue
-			}
-			rc.sink.AddCounter(name, tags, delta*unitScale)
+			c.sinkErr(m.GetName(), rc.sink.AddCounter(name, tags, delta*unitScale))
 		}
 	case *metricpb.Metric_Gauge:
-		if !rc.sink.Define(name, k6.Gauge, cont) {
-			return 0, perr("type_conflict", "already defined with another type")
+		if e := define(k6.Gauge); e != nil {
+			return e
 		}
 		for _, dp := range d.Gauge.GetDataPoints() {
+			v := number(dp) * unitScale
+			if !finite(v) {
+				bad("bad_value", perr("bad_value", "gauge value %v", number(dp)))
+				continue
+			}
 			tags, _ := tagsOf(dp.GetAttributes())
 			seen(dp.GetTimeUnixNano())
-			n++
-			rc.sink.SetGauge(name, tags, number(dp)*unitScale)
+			c.sinkErr(m.GetName(), rc.sink.SetGauge(name, tags, v))
 		}
 	case *metricpb.Metric_Histogram:
-		if !rc.sink.Define(name, k6.Trend, cont) {
-			return 0, perr("type_conflict", "already defined with another type")
+		if e := define(k6.Trend); e != nil {
+			return e
 		}
 		cum := d.Histogram.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
 		for _, dp := range d.Histogram.GetDataPoints() {
-			bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
-			if len(counts) != len(bounds)+1 || !slices.IsSorted(bounds) {
-				rc.opts.OnBad("bad_histogram", perr("bad_histogram", "%d bucket counts for %d bounds", len(counts), len(bounds)))
+			if e := checkHistogram(dp, unitScale); e != "" {
+				bad("bad_histogram", perr("bad_histogram", "%s", e))
 				continue
 			}
+			bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
 			tags, _ := tagsOf(dp.GetAttributes())
-			seen(dp.GetTimeUnixNano())
-			n++
 			dc, dsum := slices.Clone(counts), dp.GetSum()
 			if cum {
 				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if dp.GetCount() >= st.count && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
+				if st == nil {
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
+				if st.used && dp.GetCount() < st.count {
+					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
+					continue
+				}
+				if !rc.charge(st, len(counts)+len(bounds)) {
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
+				if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
 					for i := range dc {
 						dc[i] = counts[i] - min(st.buckets[i], counts[i])
 					}
 					dsum -= st.sum
 				}
+				st.used = true
 				st.count, st.sum, st.buckets, st.bounds = dp.GetCount(), dp.GetSum(), slices.Clone(counts), slices.Clone(bounds)
 			}
 			values := make([]float64, len(dc))
 			for i := range dc {
 				values[i] = representative(bounds, i, dp) * unitScale
 			}
-			rc.sink.AddBuckets(name, tags, values, dc, dsum*unitScale)
+			seen(dp.GetTimeUnixNano())
+			c.sinkErr(m.GetName(), rc.sink.AddBuckets(name, tags, values, dc, dsum*unitScale))
 		}
 	case *metricpb.Metric_ExponentialHistogram:
-		if !rc.sink.Define(name, k6.Trend, cont) {
-			return 0, perr("type_conflict", "already defined with another type")
+		if e := define(k6.Trend); e != nil {
+			return e
 		}
 		cum := d.ExponentialHistogram.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
 		for _, dp := range d.ExponentialHistogram.GetDataPoints() {
+			if e := checkExponential(dp, unitScale); e != "" {
+				bad("bad_histogram", perr("bad_histogram", "%s", e))
+				continue
+			}
 			tags, _ := tagsOf(dp.GetAttributes())
-			seen(dp.GetTimeUnixNano())
-			n++
 			cur := expCounts(dp)
 			dzero, dsum := dp.GetZeroCount(), dp.GetSum()
 			delta := cur
 			if cum {
 				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if dp.GetCount() >= st.count && dp.GetScale() == st.scale && st.exp != nil {
+				if st == nil {
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
+				if st.used && dp.GetCount() < st.count {
+					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
+					continue
+				}
+				if !rc.charge(st, 2*len(cur)) { // a map entry costs about two slice elements
+					c.sinkErr(m.GetName(), rc.dropStream())
+					continue
+				}
+				if st.used && dp.GetScale() == st.scale && st.exp != nil {
 					delta = map[int32]float64{}
 					for k, c := range cur {
 						if d := c - st.exp[k]; d > 0 {
@@ -406,6 +708,7 @@ func (rc *Receiver) metric(resKey string, m *metricpb.Metric, newest *uint64) (i
 					dzero -= min(st.zero, dzero)
 					dsum -= st.sum
 				}
+				st.used = true
 				st.count, st.sum, st.zero, st.scale, st.exp = dp.GetCount(), dp.GetSum(), dp.GetZeroCount(), dp.GetScale(), cur
 			}
 			base := math.Exp2(math.Exp2(-float64(dp.GetScale())))
@@ -416,22 +719,104 @@ func (rc *Receiver) metric(resKey string, m *metricpb.Metric, newest *uint64) (i
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
+			ok := true
 			for _, k := range keys {
-				idx, sign := k, 1.0
+				idx, sign := int64(k), 1.0
 				if k < 0 {
-					idx, sign = -k-1, -1
+					idx, sign = -idx-1, -1
 				}
 				// OTel bucket idx holds (base^idx, base^(idx+1)]; use its
 				// geometric middle.
-				values = append(values, sign*math.Pow(base, float64(idx)+0.5)*unitScale)
+				v := sign * math.Pow(base, float64(idx)+0.5) * unitScale
+				if !finite(v) {
+					ok = false
+					break
+				}
+				values = append(values, v)
 				counts = append(counts, uint64(delta[k]))
 			}
-			rc.sink.AddBuckets(name, tags, values, counts, dsum*unitScale)
+			if !ok {
+				bad("bad_histogram", perr("bad_histogram", "bucket beyond the float64 range at scale %d", dp.GetScale()))
+				continue
+			}
+			seen(dp.GetTimeUnixNano())
+			c.sinkErr(m.GetName(), rc.sink.AddBuckets(name, tags, values, counts, dsum*unitScale))
 		}
 	default:
-		return 0, perr("unsupported_type", "data type %T is not produced by k6", m.GetData())
+		return perr("unsupported_type", "data type %T is not produced by k6", m.GetData())
 	}
-	return n, nil
+	return nil
+}
+
+// checkHistogram says what is wrong with an explicit histogram point, or "".
+func checkHistogram(dp *metricpb.HistogramDataPoint, unitScale float64) string {
+	bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
+	switch {
+	case len(bounds) > MaxExplicitBounds:
+		return fmt.Sprintf("%d bounds, more than %d", len(bounds), MaxExplicitBounds)
+	case len(counts) != len(bounds)+1:
+		return fmt.Sprintf("%d bucket counts for %d bounds", len(counts), len(bounds))
+	case !finite(dp.GetSum() * unitScale):
+		return fmt.Sprintf("sum %v", dp.GetSum())
+	case dp.Min != nil && !finite(dp.GetMin()*unitScale), dp.Max != nil && !finite(dp.GetMax()*unitScale):
+		return fmt.Sprintf("min %v or max %v", dp.GetMin(), dp.GetMax())
+	}
+	prev := math.Inf(-1)
+	for _, b := range bounds {
+		if !finite(b*unitScale) || b <= prev {
+			return "bounds not finite and strictly increasing"
+		}
+		prev = b
+	}
+	var total uint64
+	for _, n := range counts {
+		if total+n < total {
+			return "bucket counts overflow"
+		}
+		total += n
+	}
+	if total != dp.GetCount() {
+		return fmt.Sprintf("bucket counts add up to %d, count is %d", total, dp.GetCount())
+	}
+	return ""
+}
+
+// checkExponential says what is wrong with an exponential histogram
+// point, or "".
+func checkExponential(dp *metricpb.ExponentialHistogramDataPoint, unitScale float64) string {
+	np, nn := len(dp.GetPositive().GetBucketCounts()), len(dp.GetNegative().GetBucketCounts())
+	switch {
+	case np+nn > MaxExponentialBuckets:
+		return fmt.Sprintf("%d buckets, more than %d", np+nn, MaxExponentialBuckets)
+	case dp.GetScale() < -10 || dp.GetScale() > 20:
+		return fmt.Sprintf("scale %d outside [-10, 20]", dp.GetScale())
+	case !finite(dp.GetSum() * unitScale):
+		return fmt.Sprintf("sum %v", dp.GetSum())
+	}
+	for _, b := range []*metricpb.ExponentialHistogramDataPoint_Buckets{dp.GetPositive(), dp.GetNegative()} {
+		if n := len(b.GetBucketCounts()); n > 0 && int64(b.GetOffset())+int64(n) > math.MaxInt32-1 {
+			return "bucket offset out of range"
+		}
+	}
+	total := dp.GetZeroCount()
+	for _, cs := range [][]uint64{dp.GetPositive().GetBucketCounts(), dp.GetNegative().GetBucketCounts()} {
+		for _, n := range cs {
+			if total+n < total || n > MaxRate {
+				return "bucket counts overflow"
+			}
+			total += n
+		}
+	}
+	if total != dp.GetCount() {
+		return fmt.Sprintf("bucket counts add up to %d, count is %d", total, dp.GetCount())
+	}
+	return ""
+}
+
+// dropStream refuses a point whose new stream would pass the limit.
+func (rc *Receiver) dropStream() error {
+	rc.opts.OnDrop("streams")
+	return fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets: %w", rc.opts.StreamLimit, StreamBucketBudget, ErrDropped)
 }
 
 // expCounts keys positive bucket i as i and negative bucket i as -i-1.
@@ -524,7 +909,8 @@ func attrKey(attrs []*commonpb.KeyValue) string {
 }
 
 // stream finds or creates the state of a cumulative stream; a new start
-// time replaces the state (the producer restarted).
+// time replaces the state (the producer restarted). nil: a new stream
+// past the stream limit.
 func (rc *Receiver) stream(resKey, metric string, attrs []*commonpb.KeyValue, start uint64) *stream {
 	var h maphash.Hash
 	h.SetSeed(rc.seed)
@@ -535,9 +921,16 @@ func (rc *Receiver) stream(resKey, metric string, attrs []*commonpb.KeyValue, st
 	h.WriteString(attrKey(attrs))
 	k := h.Sum64()
 	st := rc.streams[k]
+	if st == nil && len(rc.streams) >= rc.opts.StreamLimit {
+		return nil
+	}
 	if st == nil || st.start != start {
+		if st != nil {
+			rc.cost -= st.cost
+		}
 		st = &stream{start: start}
 		rc.streams[k] = st
 	}
+	st.seen = rc.clock
 	return st
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -40,24 +41,32 @@ func newSumSink() *sumSink {
 		zero: map[string]uint64{}, nonzero: map[string]uint64{}, hcount: map[string]uint64{}, hsum: map[string]float64{}}
 }
 
-func (s *sumSink) Define(name string, typ k6.MetricType, _ k6.ValueType) bool {
+func (s *sumSink) Define(name string, typ k6.MetricType, _ k6.ValueType) error {
 	if t, ok := s.types[name]; ok && t != typ {
-		return false
+		return fmt.Errorf("type %s, not %s", t, typ)
 	}
 	s.types[name] = typ
-	return true
+	return nil
 }
-func (s *sumSink) AddCounter(name string, _ map[string]string, d float64) { s.counters[name] += d }
-func (s *sumSink) SetGauge(name string, _ map[string]string, v float64)   { s.gauges[name] = v }
-func (s *sumSink) AddRate(name string, _ map[string]string, z, nz uint64) {
+func (s *sumSink) AddCounter(name string, _ map[string]string, d float64) error {
+	s.counters[name] += d
+	return nil
+}
+func (s *sumSink) SetGauge(name string, _ map[string]string, v float64) error {
+	s.gauges[name] = v
+	return nil
+}
+func (s *sumSink) AddRate(name string, _ map[string]string, z, nz uint64) error {
 	s.zero[name] += z
 	s.nonzero[name] += nz
+	return nil
 }
-func (s *sumSink) AddBuckets(name string, _ map[string]string, _ []float64, counts []uint64, sum float64) {
+func (s *sumSink) AddBuckets(name string, _ map[string]string, _ []float64, counts []uint64, sum float64) error {
 	for _, c := range counts {
 		s.hcount[name] += c
 	}
 	s.hsum[name] += sum
+	return nil
 }
 func (s *sumSink) Ingested(n int, _ int64) { s.points += n }
 
@@ -220,11 +229,17 @@ func sumReq(start uint64, v float64, attrs ...*commonpb.KeyValue) *colmetricpb.E
 	return &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{sm}}}}
 }
 
-// A restarted producer (new start time) or a counter that went down
-// starts from zero again; several instances (distinct attributes) add.
+// A restarted producer (new start time) starts from zero again; several
+// instances (distinct attributes) add; a lower value with the same start
+// time is a late export and adds nothing (only a new start time resets).
 func TestCumulativeResets(t *testing.T) {
 	sink := newSumSink()
-	rc := NewReceiver(sink, Options{})
+	late := 0
+	rc := NewReceiver(sink, Options{OnBad: func(reason string, _ error) {
+		if reason == "late_point" {
+			late++
+		}
+	}})
 	steps := []struct {
 		req  *colmetricpb.ExportMetricsServiceRequest
 		want float64
@@ -233,7 +248,9 @@ func TestCumulativeResets(t *testing.T) {
 		{sumReq(100, 25, kv("instance", "a")), 25},
 		{sumReq(100, 5, kv("instance", "b")), 30},
 		{sumReq(200, 4, kv("instance", "a")), 34}, // restart of a
-		{sumReq(200, 3, kv("instance", "a")), 37}, // went down: a reset
+		{sumReq(200, 3, kv("instance", "a")), 34}, // went down, same start: late
+		{sumReq(200, 4, kv("instance", "a")), 34}, // duplicate
+		{sumReq(200, 6, kv("instance", "a")), 36},
 	}
 	for i, s := range steps {
 		b, _ := proto.Marshal(s.req)
@@ -243,6 +260,9 @@ func TestCumulativeResets(t *testing.T) {
 		if got := sink.counters["http_reqs"]; got != s.want {
 			t.Errorf("step %d: total %v, want %v", i, got, s.want)
 		}
+	}
+	if late != 1 {
+		t.Errorf("%d late points counted, want 1", late)
 	}
 }
 
@@ -298,5 +318,42 @@ func TestGRPC(t *testing.T) {
 	}
 	if got := sink.counters["http_reqs"]; got != 1146 {
 		t.Errorf("http_reqs = %v, want 1146", got)
+	}
+}
+
+// Cumulative histogram state is bounded in buckets, not only in streams:
+// wide exponential histograms past the budget are dropped and counted.
+func TestStreamBucketBudget(t *testing.T) {
+	drops := 0
+	rc := NewReceiver(newSumSink(), Options{OnDrop: func(string) { drops++ }})
+	counts := make([]uint64, MaxExponentialBuckets)
+	for i := range counts {
+		counts[i] = 1
+	}
+	const streams = 400
+	rejected := 0
+	for batch := range 4 {
+		var dps []*metricpb.ExponentialHistogramDataPoint
+		for i := range streams / 4 {
+			dps = append(dps, &metricpb.ExponentialHistogramDataPoint{Attributes: []*commonpb.KeyValue{kv("name", fmt.Sprint(batch, "-", i))},
+				StartTimeUnixNano: 1, TimeUnixNano: 2, Count: uint64(len(counts)), Scale: 4,
+				Positive: &metricpb.ExponentialHistogramDataPoint_Buckets{Offset: -2000, BucketCounts: counts}})
+		}
+		req := &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{{
+			Name: "k6_http_req_duration", Unit: "ms", Data: &metricpb.Metric_ExponentialHistogram{ExponentialHistogram: &metricpb.ExponentialHistogram{
+				AggregationTemporality: metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: dps}}}}}}}}}
+		_, r, _ := rc.Consume(req)
+		rejected += r
+	}
+	perStream := 2 * len(counts)
+	if rc.cost > StreamBucketBudget {
+		t.Errorf("streams hold %d buckets, budget %d", rc.cost, StreamBucketBudget)
+	}
+	if want := streams - StreamBucketBudget/perStream; rejected != want || drops != want {
+		t.Errorf("rejected %d, drops %d, want %d", rejected, drops, want)
+	}
+	rc.Expire(time.Now().Add(time.Hour))
+	if rc.cost != 0 || rc.Streams() != 0 {
+		t.Errorf("after expiry: cost %d, %d streams", rc.cost, rc.Streams())
 	}
 }

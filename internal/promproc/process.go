@@ -6,13 +6,17 @@ package promproc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -50,18 +54,87 @@ func Locate(ctx context.Context, name, explicit string) (string, error) {
 // go.mod's tool directive and returns the path of its binary. Tests use
 // it rather than Locate so that they run the pinned Prometheus version,
 // not whatever $PATH holds.
+//
+// Every test package of a `go test ./...` run asks for the same tools at
+// about the same time; compiled side by side on a small machine, each
+// copy of Prometheus takes long enough to hit the test timeout. So one
+// process builds a tool while the others wait on a file lock, and the
+// binary's path is remembered in a cache folder keyed by go.mod, go.sum
+// and the Go version, so later runs start it without calling go at all.
 func GoTool(ctx context.Context, name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
+	if !listsTool(root, name) {
+		return "", fmt.Errorf("%s is not a tool in %s", name, filepath.Join(root, "go.mod"))
+	}
+	dir, err := toolCacheDir(root)
+	if err != nil {
+		return "", err
+	}
+	memo := filepath.Join(dir, name+".path")
+	if p, ok := readMemo(memo); ok {
+		return p, nil
+	}
+	unlock, err := lockFile(filepath.Join(dir, "lock"), name)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if p, ok := readMemo(memo); ok { // built by the process we waited for
+		return p, nil
+	}
+	fmt.Fprintf(os.Stderr, "promproc: building %s from go.mod's tool directive (go tool -n %s); the first run on a cold build cache takes minutes, later runs reuse it\n", name, name)
+	start := time.Now()
+	p, err := goToolPath(ctx, root, name)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "promproc: %s ready after %s: %s\n", name, time.Since(start).Round(time.Second), p)
+	if err := os.WriteFile(memo+".tmp", []byte(p), 0o644); err == nil {
+		_ = os.Rename(memo+".tmp", memo)
+	}
+	return p, nil
+}
+
+// listsTool reports whether go.mod's tool directive names a package whose
+// last element is name.
+func listsTool(root, name string) bool {
+	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return false
+	}
+	in := false
+	for l := range strings.Lines(string(b)) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+		case f[0] == "tool" && len(f) > 1 && f[1] == "(":
+			in = true
+		case f[0] == "tool" && len(f) == 2:
+			if path.Base(f[1]) == name {
+				return true
+			}
+		case in && f[0] == ")":
+			in = false
+		case in && path.Base(f[0]) == name:
+			return true
+		}
+	}
+	return false
+}
+
+// goToolPath runs `go tool -n name`, which builds the tool if needed and
+// prints the cached binary, so the process a test starts and stops is the
+// tool itself, not `go`. The go command dies with the caller (Pdeathsig)
+// and with ctx (its whole process group).
+func goToolPath(ctx context.Context, root, name string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", errors.New("no go command to build it")
 	}
-	// `go tool -n` builds the tool if needed and prints the cached binary,
-	// so the process we start and stop is the tool itself, not `go`.
-	cmd := exec.CommandContext(ctx, gobin, "tool", "-n", name)
+	cmd := Command(ctx, gobin, "tool", "-n", name)
 	cmd.Dir = root
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -74,6 +147,80 @@ func GoTool(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("go tool -n %s printed %q: %w", name, p, err)
 	}
 	return p, nil
+}
+
+// Command is exec.CommandContext for a child that must not outlive its
+// caller: it runs in its own process group, which ctx's end kills, and
+// the kernel kills it if the caller dies first (a test binary panicking
+// at its timeout, say), so no orphan keeps running.
+func Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// toolCacheDir is the folder holding the tool paths of this source tree's
+// go.mod and go.sum under this Go version: $ENVELOPE_TOOL_CACHE, else the
+// user's cache folder.
+func toolCacheDir(root string) (string, error) {
+	base := os.Getenv("ENVELOPE_TOOL_CACHE")
+	if base == "" {
+		c, err := os.UserCacheDir()
+		if err != nil {
+			c = os.TempDir()
+		}
+		base = filepath.Join(c, "envelope-tools")
+	}
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS"))
+	dir := filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// readMemo returns the remembered binary path if the binary still exists
+// (a trimmed build cache may have removed it).
+func readMemo(path string) (string, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	p := strings.TrimSpace(string(b))
+	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		return "", false
+	}
+	return p, true
+}
+
+// lockFile takes an exclusive lock on path, saying so when another
+// process holds it. The kernel releases it if this process dies.
+func lockFile(path, name string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "promproc: waiting for another test process building %s (lock %s)\n", name, path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 // ModuleRoot returns the folder of the go.mod above the working directory
@@ -117,7 +264,9 @@ func StartProcess(name, bin string, args []string, dir, logPath, url string) (*P
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, so Stop ends anything it started; killed by the
+	// kernel if this process dies without calling Stop.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -95,3 +95,67 @@ func TestLocate(t *testing.T) {
 		t.Errorf("sh on PATH: %q, %v", p, err)
 	}
 }
+
+func TestListsTool(t *testing.T) {
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"prometheus": true, "promtool": true, "alertmanager": false, "": false} {
+		if got := listsTool(root, name); got != want {
+			t.Errorf("listsTool(%q) = %t, want %t", name, got, want)
+		}
+	}
+	if _, err := GoTool(context.Background(), "alertmanager"); err == nil || !strings.Contains(err.Error(), "not a tool") {
+		t.Errorf("GoTool(alertmanager) = %v, want not a tool", err)
+	}
+}
+
+// Concurrent callers share one build, and the remembered path serves
+// later callers without the go command (here: with no go on $PATH).
+func TestGoToolSharedAndRemembered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds promtool")
+	}
+	t.Setenv("ENVELOPE_TOOL_CACHE", t.TempDir())
+	paths := make(chan string, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			p, err := GoTool(t.Context(), "promtool")
+			paths <- p
+			errs <- err
+		}()
+	}
+	a, b := <-paths, <-paths
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a == "" || a != b {
+		t.Fatalf("paths %q and %q", a, b)
+	}
+	t.Setenv("PATH", "")
+	c, err := GoTool(t.Context(), "promtool")
+	if err != nil || c != a {
+		t.Fatalf("remembered path: %q, %v; want %q", c, err, a)
+	}
+}
+
+// A child started with Command is killed when its context ends.
+func TestCommandContextKillsGroup(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := Command(ctx, "/bin/sh", "-c", "sleep 60 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not killed 10s after cancel")
+	}
+}

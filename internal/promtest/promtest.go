@@ -29,6 +29,9 @@ type Options struct {
 	// Flags are extra command-line flags, e.g.
 	// --enable-feature=created-timestamp-zero-ingestion.
 	Flags []string
+	// Agent starts Prometheus in agent mode (scrape and remote_write
+	// only; its storage flag differs).
+	Agent bool
 	// Ready bounds the wait for /-/ready once the binary is built;
 	// zero means one minute.
 	Ready time.Duration
@@ -42,7 +45,8 @@ type Prometheus struct {
 	proc *promproc.Process
 }
 
-// Start builds (first time only, slowly) and starts `go tool prometheus`
+// Start builds (first time only, slowly; see promproc.GoTool) and starts
+// the module's Prometheus
 // with o, waits until it is ready and registers its stop with t.Cleanup.
 // On a test failure the tail of its log is logged. Start fails the test
 // when Prometheus cannot start.
@@ -67,12 +71,20 @@ func Start(t testing.TB, o Options) *Prometheus {
 		t.Fatal(err)
 	}
 	addr := FreeAddr(t)
-	args := append([]string{
+	storage := "--storage.tsdb.path="
+	if o.Agent {
+		storage = "--storage.agent.path="
+	}
+	args := []string{
 		"--config.file=" + cfg,
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		storage + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
-	}, o.Flags...)
+	}
+	if o.Agent {
+		args = append(args, "--agent")
+	}
+	args = append(args, o.Flags...)
 	logPath := filepath.Join(dir, "prometheus.log")
 	p := &Prometheus{URL: "http://" + addr, Dir: dir}
 	p.proc, err = promproc.StartProcess("prometheus", bin, args, dir, logPath, p.URL)
@@ -111,22 +123,36 @@ func (p *Prometheus) Alerts() ([]promproc.Alert, error) {
 	return promproc.Alerts(context.Background(), p.URL)
 }
 
-// Promtool runs `go tool promtool args...` from the module root (so
-// relative paths in args are relative to it) and returns its combined
-// output.
+// Promtool runs the module's promtool (go.mod's tool directive) with args
+// from the module root (so relative paths in args are relative to it)
+// and returns its combined output.
 func Promtool(t testing.TB, args ...string) ([]byte, error) {
 	t.Helper()
-	root, err := promproc.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", append([]string{"tool", "promtool"}, args...)...)
-	cmd.Dir = root
+	cmd := PromtoolCmd(t, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("promtool %v: %w", args, err)
 	}
 	return out, nil
+}
+
+// PromtoolCmd is the promtool command for args, to run from the module
+// root, for callers that set its input. The binary is built once for all
+// test packages (see promproc.GoTool) and started directly, never
+// through `go tool`, so it ends with the test, never outlives it.
+func PromtoolCmd(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	bin, err := promproc.GoTool(t.Context(), "promtool")
+	if err != nil {
+		t.Fatalf("promtool: %v", err)
+	}
+	root, err := promproc.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := promproc.Command(t.Context(), bin, args...)
+	cmd.Dir = root
+	return cmd
 }
 
 // FreeAddr returns a loopback host:port free at the time of the call.

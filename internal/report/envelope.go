@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"github.com/envelope-dev/envelope/internal/compare"
 	"math"
 	"os"
 	"path/filepath"
@@ -134,7 +135,7 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 				c         chart.Chart
 			}{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
 				Title: "Per-endpoint latency: median, p95, p99, max (whiskers: band across runs)", YLabel: "ms (log scale)",
-				Categories: names, LogY: true, Ranges: rs}})
+				Categories: envDisplayNames(env, names), LogY: true, Ranges: rs}})
 		}
 	}
 	pics := map[string]string{}
@@ -217,7 +218,14 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 	if t.N >= 2 {
 		ci = envFig(t.CILow) + "–" + envFig(t.CIHigh) + " req/s"
 	}
-	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, envMDC(t))
+	mdcCell := envMDC(t)
+	if m, ok := CompareMDC(env, t.N); ok {
+		mdcCell = envPct(m, 1)
+	}
+	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, mdcCell)
+	if sent := compareMDCSentence(env); sent != "" {
+		p("The minimum detectable change in the table is for a later set of as many runs as this baseline (%d). %s\n\n", t.N, sent)
+	}
 	p("req/s (RPS) is k6's `http_reqs` per second: the aggregate HTTP request rate across all endpoints the workload invokes. It is not VU arrivals per second and not scenario iterations per second (reported separately below).\n\n")
 	switch {
 	case t.N < 2:
@@ -298,9 +306,12 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		p("## Endpoint bands (custom metrics, across %s)\n\n", runs)
 		for _, name := range names {
 			ep := env.Endpoints[name]
-			p("### %s\n\n", name)
-			if ep.Metric == "" {
+			p("### %s\n\n", ep.DisplayName(name))
+			switch {
+			case ep.Metric == "":
 				p("`http_req_duration` where `%s` is `%s`.\n\n", ep.Tag, ep.Value)
+			case ep.Label != "":
+				p("Custom metric `%s`.\n\n", ep.Metric)
 			}
 			envBandLine(&b, "Avg", ep.Avg, true, "mean")
 			envBandLine(&b, "Median", ep.Median, false, "")
@@ -320,9 +331,9 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 			ep := env.Endpoints[name]
 			switch {
 			case ep.P95.N > 0 && l.P95.N > 0 && ep.P95.Min > l.P95.Max:
-				above = append(above, name)
+				above = append(above, ep.DisplayName(name))
 			case ep.P95.N > 0:
-				below = append(below, name)
+				below = append(below, ep.DisplayName(name))
 			}
 		}
 		if len(above) > 0 {
@@ -339,7 +350,7 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 
 	p("## Steady-state operating point\n\n")
 	p("%s, the system sustains about %s req/s mean HTTP throughput with %s req/s observed across %s",
-		envOperatingPrefix(w), envFixed(t.Mean, 1), envRange(t.Min, t.Max, -1), runs)
+		envOperatingPrefix(w)+envTopologyPhrase(env), envFixed(t.Mean, 1), envRange(t.Min, t.Max, -1), runs)
 	if it := env.Iterations; it.N > 0 {
 		p(", and %s iter/s mean iteration rate (%s iter/s band)", envFig(it.Mean), envRange(it.Min, it.Max, -1))
 	}
@@ -387,7 +398,11 @@ func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
 		}
 		p("\n")
 	}
-	p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes): a later run's mean throughput must move by more than %s to be told apart from this baseline.\n", envMDC(t))
+	if mdc := compareMDCList(env); mdc != "" {
+		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes): with `exporter compare`, a later mean throughput must move by more than %s to be told apart from this baseline.\n", mdc)
+	} else {
+		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes); with fewer than 2 baseline runs, no minimum detectable change can be given.\n")
+	}
 	return b.Bytes()
 }
 
@@ -426,6 +441,47 @@ func envRange(lo, hi float64, d int) string {
 
 // envPct formats a ratio as a percentage with d decimals.
 func envPct(r float64, d int) string { return strconv.FormatFloat(100*r, 'f', d, 64) + "%" }
+
+// compareCandidateRuns are the candidate counts the report gives the
+// minimum detectable change for.
+var compareCandidateRuns = []int{1, 3, 5}
+
+// CompareMDC is the minimum detectable change of mean throughput (ratio)
+// that compare reports for k candidate runs whose spread equals the
+// baseline runs'. ok is false with fewer than 2 baseline runs.
+func CompareMDC(env *envelope.Envelope, k int) (float64, bool) {
+	return compare.ThroughputMDC(env, k)
+}
+
+// compareMDCList is "1.0% with 1 run, 0.8% with 3 runs or 0.7% with 5
+// runs", or "" when it cannot be computed.
+func compareMDCList(env *envelope.Envelope) string {
+	var parts []string
+	for _, k := range compareCandidateRuns {
+		m, ok := CompareMDC(env, k)
+		if !ok {
+			return ""
+		}
+		word := "runs"
+		if k == 1 {
+			word = "run"
+		}
+		parts = append(parts, fmt.Sprintf("%s with %d %s", envPct(m, 1), k, word))
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+func compareMDCSentence(env *envelope.Envelope) string {
+	l := compareMDCList(env)
+	if l == "" {
+		return ""
+	}
+	conf := env.Tolerance.Confidence
+	if !(conf > 0 && conf < 1) {
+		conf = 0.95
+	}
+	return fmt.Sprintf("`exporter compare` (run-level log model, %s confidence, 80%% power, later runs of the baseline's typical size) detects a change of mean throughput of %s.", envPct(conf, 0), l)
+}
 
 func envMDC(s envelope.Spread) string {
 	if s.N < 2 || s.MDC == 0 {
@@ -567,6 +623,40 @@ func envWorkloadPhrase(w envelope.Workload) string {
 		return ""
 	}
 	return " at " + strings.Join(parts, ", ")
+}
+
+// envTopologyPhrase is ", 1 ECS task per service, 256 CPU / 512 MiB, …"
+// from the topology the baseline recorded, else from the ECS operating
+// point's task size; "" when neither tells.
+func envTopologyPhrase(env *envelope.Envelope) string {
+	if ph := env.Topology.Phrase(); ph != "" {
+		return ", " + ph
+	}
+	if e := env.ECS; e != nil && (e.Tasks > 0 || e.TaskCPUUnits > 0) {
+		t := &envelope.Topology{TaskCPUUnits: e.TaskCPUUnits, TaskMemoryMiB: e.TaskMemoryMiB}
+		ph := t.Phrase()
+		if e.Tasks > 0 {
+			word := "tasks"
+			if e.Tasks == 1 {
+				word = "task"
+			}
+			ph = strings.TrimPrefix(fmt.Sprintf("%d ECS %s, %s", e.Tasks, word, ph), ", ")
+			ph = strings.TrimSuffix(ph, ", ")
+		}
+		if ph != "" {
+			return ", " + ph
+		}
+	}
+	return ""
+}
+
+// envDisplayNames maps endpoint keys to their labels.
+func envDisplayNames(env *envelope.Envelope, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = env.Endpoints[n].DisplayName(n)
+	}
+	return out
 }
 
 func envOperatingPrefix(w envelope.Workload) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // StageConfig says how a run's points become a stage report.
@@ -41,6 +43,14 @@ type StageConfig struct {
 	// without the tag are kept); set it when the options file has several
 	// scenarios, since the windows are one scenario's.
 	OnlyScenario string
+	// Staged, when set, gives the scenarios whose stages window the run
+	// instead of Scenario: one shared set of windows, or each sample
+	// windowed by the stages of its own scenario (its scenario tag).
+	Staged *k6options.Staged
+	// EndpointOrder lists endpoints in the configured order; others
+	// follow in the order of the scenarios they ran in, then of first
+	// appearance.
+	EndpointOrder []string
 }
 
 // StageReport is the per-endpoint report of one run under a staged
@@ -54,13 +64,22 @@ type StageReport struct {
 	Start    time.Time
 	// LastSample is the offset of the last sample from Start.
 	LastSample time.Duration
-	Endpoints  []*EndpointStats // in order of first appearance
-	Ranking    []*EndpointStats // by p95, fastest first
-	Baseline   string           // cost baseline; "" without batch data
-	BatchFrom  string           // "metric batch_size" or "tag batch"; "" when absent
-	Findings   []string
-	Warnings   []string
-	Params     *Params
+	Endpoints  []*EndpointStats // configured order (EndpointOrder, scenarios), then first appearance
+	// Scenarios are the scenarios whose stages window the run.
+	Scenarios []*k6options.Scenario
+	// PerScenario is true when the scenarios' stages differ and each
+	// sample was windowed by its own scenario's stages.
+	PerScenario bool
+	// Unscoped counts status-selected samples left out of the stage
+	// stats in PerScenario mode because no scenario tag named one of
+	// Scenarios.
+	Unscoped  int
+	Ranking   []*EndpointStats // by p95, fastest first
+	Baseline  string           // cost baseline; "" without batch data
+	BatchFrom string           // "metric batch_size" or "tag batch"; "" when absent
+	Findings  []string
+	Warnings  []string
+	Params    *Params
 }
 
 // EndpointStats are one endpoint's figures.
@@ -82,15 +101,17 @@ type EndpointStats struct {
 // StageStats are one endpoint's latency statistics in one window. A
 // stage without samples has Samples 0 and nil statistics.
 type StageStats struct {
-	Stage   int
-	Target  float64
-	Window  k6options.Window
-	Samples int
-	Avg     *float64
-	P50     *float64
-	P95     *float64
-	P99     *float64
-	Max     *float64
+	// Scenario whose stages define the window (PerScenario reports only).
+	Scenario string
+	Stage    int
+	Target   float64
+	Window   k6options.Window
+	Samples  int
+	Avg      *float64
+	P50      *float64
+	P95      *float64
+	P99      *float64
+	Max      *float64
 }
 
 // Names of the k6 metrics the report reads.
@@ -102,8 +123,10 @@ const (
 
 type endpointAcc struct {
 	st         *EndpointStats
-	all        []float64 // every duration sample, for the overall p95
-	byStage    [][]float64
+	all        []float64     // every duration sample, for the overall p95
+	byStage    [][][]float64 // by scenario (index in the windowed set), then stage
+	seen       []bool        // scenarios the endpoint has duration samples in
+	firstScen  int           // index of the first scenario it appears in
 	reqs       float64
 	haveReqs   bool
 	failedRate float64
@@ -114,19 +137,46 @@ type endpointAcc struct {
 
 // BuildStageReport computes the stage report from a run's points.
 func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) {
-	if cfg.Scenario == nil {
+	scens := []*k6options.Scenario{cfg.Scenario}
+	perScenario := false
+	only := map[string]bool{}
+	if cfg.OnlyScenario != "" {
+		only[cfg.OnlyScenario] = true
+	}
+	if st := cfg.Staged; st != nil && len(st.Scenarios) > 0 {
+		scens, perScenario = st.Scenarios, !st.Shared
+		if st.Filtered {
+			for _, sc := range st.Scenarios {
+				only[sc.Name] = true
+			}
+		}
+	}
+	if scens[0] == nil {
 		return nil, errors.New("no stage windows: give a k6 inspect options file or a stage list")
 	}
-	windows := cfg.Scenario.Windows()
-	if len(windows) == 0 {
-		return nil, fmt.Errorf("scenario %q (%s) has no stage windows", cfg.Scenario.Name, cfg.Scenario.Executor)
+	scenWindows := make([][]k6options.Window, len(scens))
+	scenIndex := map[string]int{}
+	for i, sc := range scens {
+		scenWindows[i] = sc.Windows()
+		if len(scenWindows[i]) == 0 {
+			return nil, fmt.Errorf("scenario %q (%s) has no stage windows", sc.Name, sc.Executor)
+		}
+		scenIndex[sc.Name] = i
 	}
+	windows := scenWindows[0]
 	if len(points) == 0 {
 		return nil, errors.New("the run has no samples: stage statistics need a point stream (k6 --out json or csv)")
 	}
 	r := &StageReport{
-		Executor: cfg.Scenario.Executor, Scenario: cfg.Scenario, Windows: windows,
+		Executor: scens[0].Executor, Scenario: scens[0], Windows: windows,
 		GroupBy: cfg.GroupBy, Status: cfg.Status, Start: cfg.Start, Params: cfg.Params,
+		Scenarios: scens, PerScenario: perScenario,
+	}
+	if perScenario {
+		r.Windows = mergedWindows(scenWindows)
+	}
+	if execs := executors(scens); len(execs) > 1 {
+		r.Executor = strings.Join(execs, ", ")
 	}
 	if r.GroupBy == "" {
 		r.GroupBy = "name"
@@ -154,7 +204,10 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 		}
 		a := accs[name]
 		if a == nil {
-			a = &endpointAcc{st: &EndpointStats{Name: name}, byStage: make([][]float64, len(windows))}
+			a = &endpointAcc{st: &EndpointStats{Name: name}, byStage: make([][][]float64, len(scens)), seen: make([]bool, len(scens)), firstScen: len(scens)}
+			for i := range scens {
+				a.byStage[i] = make([][]float64, len(scenWindows[i]))
+			}
 			accs[name] = a
 			r.Endpoints = append(r.Endpoints, a.st)
 		}
@@ -164,8 +217,8 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 	var before time.Duration
 	for i := range points {
 		p := &points[i]
-		if cfg.OnlyScenario != "" {
-			if sc, ok := p.Tags["scenario"]; ok && sc != cfg.OnlyScenario {
+		if len(only) > 0 {
+			if sc, ok := p.Tags["scenario"]; ok && !only[sc] {
 				continue
 			}
 		}
@@ -180,6 +233,15 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 		case metricDuration:
 			a := get(p)
 			a.all = append(a.all, p.Value)
+			si, tagged := scenIndex[p.Tags["scenario"]]
+			if tagged {
+				a.seen[si] = true
+				a.firstScen = min(a.firstScen, si)
+			}
+			if !perScenario {
+				si, tagged = 0, true
+				a.seen[0] = true
+			}
 			if cfg.BatchTag != "" {
 				if v, ok := p.Tags[cfg.BatchTag]; ok {
 					if b, err := strconv.ParseFloat(v, 64); err == nil {
@@ -195,9 +257,14 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 			}
 			selected++
 			a.st.Latencies = append(a.st.Latencies, p.Value)
+			if !tagged {
+				r.Unscoped++
+				continue
+			}
+			ws := scenWindows[si]
 			idx := -1
-			for w := range windows {
-				if off >= windows[w].Start && off < windows[w].End {
+			for w := range ws {
+				if off >= ws[w].Start && off < ws[w].End {
 					idx = w
 					break
 				}
@@ -206,7 +273,7 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 				outside++
 				continue
 			}
-			a.byStage[idx] = append(a.byStage[idx], p.Value)
+			a.byStage[si][idx] = append(a.byStage[si][idx], p.Value)
 		case metricReqs:
 			a := get(p)
 			a.reqs += p.Value
@@ -237,14 +304,24 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 	if len(r.Endpoints) == 0 {
 		return nil, fmt.Errorf("no %s samples: nothing to report", metricDuration)
 	}
-	if err := r.checkCoverage(selected, outside); err != nil {
+	r.order(cfg.EndpointOrder, accs)
+	if r.Unscoped > 0 {
+		if r.Unscoped == selected {
+			return nil, fmt.Errorf("the scenarios' stages differ, so each sample is windowed by its own scenario, but no status-%s sample has a scenario tag naming one of %s: give --scenario to use one scenario's stages", r.Status, scenarioNames(scens))
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d status-%s samples carry no scenario tag naming one of %s and are left out of the stage stats", r.Unscoped, selected, r.Status, scenarioNames(scens)))
+	}
+	if err := r.checkCoverage(selected-r.Unscoped, outside); err != nil {
 		return nil, err
 	}
 	for _, e := range r.Endpoints {
 		a := accs[e.Name]
 		sorted := append([]float64(nil), a.all...)
 		sort.Float64s(sorted)
-		e.P95 = stagePercentile(sorted, 0.95)
+		e.P95 = math.NaN() // an endpoint without selected samples has no p95
+		if len(sorted) > 0 {
+			e.P95 = stats.Quantile(sorted, 0.95)
+		}
 		e.Requests = int64(len(a.all))
 		if a.haveReqs {
 			e.Requests = int64(math.Round(a.reqs))
@@ -265,13 +342,26 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 			e.EffectiveBatch = &m
 		}
 		var empty []string
-		for w, win := range windows {
-			st := stageStats(a.byStage[w])
-			st.Stage, st.Target, st.Window = win.Stage, win.To, win
-			if st.Samples == 0 {
-				empty = append(empty, fmt.Sprintf("%d (%s)", win.Stage, fmtWindow(win)))
+		for si := range scens {
+			if !perScenario && si > 0 {
+				break // one shared set of windows
 			}
-			e.Stages = append(e.Stages, st)
+			if perScenario && !a.seen[si] {
+				continue
+			}
+			for w, win := range scenWindows[si] {
+				st := stageStats(a.byStage[si][w])
+				st.Stage, st.Target, st.Window = win.Stage, win.To, win
+				where := fmt.Sprintf("%d (%s)", win.Stage, fmtWindow(win))
+				if perScenario {
+					st.Scenario = scens[si].Name
+					where = fmt.Sprintf("%d of scenario %s (%s)", win.Stage, scens[si].Name, fmtWindow(win))
+				}
+				if st.Samples == 0 {
+					empty = append(empty, where)
+				}
+				e.Stages = append(e.Stages, st)
+			}
 		}
 		if len(empty) > 0 {
 			word := "stage"
@@ -285,9 +375,84 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 		return nil, err
 	}
 	r.Ranking = append([]*EndpointStats(nil), r.Endpoints...)
-	sort.SliceStable(r.Ranking, func(i, j int) bool { return r.Ranking[i].P95 < r.Ranking[j].P95 })
+	sort.SliceStable(r.Ranking, func(i, j int) bool {
+		a, b := r.Ranking[i], r.Ranking[j]
+		if a.allFailed() != b.allFailed() {
+			return b.allFailed()
+		}
+		return a.P95 < b.P95
+	})
 	r.findings()
 	return r, nil
+}
+
+// order puts the endpoints in the configured order: the listed names
+// first as listed, then by the first scenario each ran in, then by first
+// appearance.
+func (r *StageReport) order(listed []string, accs map[string]*endpointAcc) {
+	pos := map[string]int{}
+	for i, n := range listed {
+		if _, dup := pos[n]; !dup {
+			pos[n] = i
+		}
+	}
+	key := func(e *EndpointStats) (int, int) {
+		if i, ok := pos[e.Name]; ok {
+			return 0, i
+		}
+		return 1, accs[e.Name].firstScen
+	}
+	sort.SliceStable(r.Endpoints, func(i, j int) bool {
+		a1, a2 := key(r.Endpoints[i])
+		b1, b2 := key(r.Endpoints[j])
+		if a1 != b1 {
+			return a1 < b1
+		}
+		return a2 < b2
+	})
+	var missing []string
+	for _, n := range listed {
+		if accs[n] == nil || len(accs[n].all) == 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("configured endpoints without %s samples (tag %s): %s", metricDuration, r.GroupBy, strings.Join(missing, ", ")))
+	}
+}
+
+// mergedWindows is every distinct window of several scenarios, by start.
+func mergedWindows(sets [][]k6options.Window) []k6options.Window {
+	var out []k6options.Window
+	seen := map[k6options.Window]bool{}
+	for _, ws := range sets {
+		for _, w := range ws {
+			if !seen[w] {
+				seen[w] = true
+				out = append(out, w)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start < out[j].Start })
+	return out
+}
+
+func executors(scens []*k6options.Scenario) []string {
+	var out []string
+	for _, sc := range scens {
+		if !slices.Contains(out, sc.Executor) {
+			out = append(out, sc.Executor)
+		}
+	}
+	return out
+}
+
+func scenarioNames(scens []*k6options.Scenario) string {
+	names := make([]string, len(scens))
+	for i, sc := range scens {
+		names[i] = sc.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // checkCoverage refuses windows that miss most of the run and warns
@@ -373,6 +538,14 @@ func (r *StageReport) costs(cfg StageConfig, batchMetric string) error {
 	return nil
 }
 
+// allFailed reports whether every request of the endpoint failed: it
+// answers fast only because it fails, so it ranks after every endpoint
+// that served requests.
+func (e *EndpointStats) allFailed() bool { return e.Requests > 0 && e.Failed >= e.Requests }
+
+// RankingRule states the order of the ranking and the p95 finding.
+const RankingRule = "Endpoints are ranked by the p95 of all their requests, fastest first; an endpoint whose every request failed ranks last, since it answers fast only by failing. The fastest-p95 finding follows the same rule."
+
 // findings names the best endpoint for p95, cost and error rate; values
 // equal as displayed are named as a tie.
 func (r *StageReport) findings() {
@@ -407,7 +580,7 @@ func (r *StageReport) findings() {
 	}
 	// An endpoint whose every request failed answers fast because it fails
 	// (a 404 in microseconds): it is no candidate for the fastest p95.
-	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, e.Requests > e.Failed }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
+	v, n := best(func(e *EndpointStats) (float64, bool) { return e.P95, !e.allFailed() }, func(x float64) string { return fmt.Sprintf("%.2f ms", x) })
 	say("Fastest p95 endpoint", "Fastest p95", "", v, n)
 	if r.Baseline != "" {
 		v, n = best(func(e *EndpointStats) (float64, bool) {
@@ -436,21 +609,9 @@ func stageStats(xs []float64) StageStats {
 	}
 	f := func(v float64) *float64 { return &v }
 	st.Avg = f(sum / float64(len(s)))
-	st.P50 = f(stagePercentile(s, 0.50))
-	st.P95 = f(stagePercentile(s, 0.95))
-	st.P99 = f(stagePercentile(s, 0.99))
+	st.P50 = f(stats.Quantile(s, 0.50))
+	st.P95 = f(stats.Quantile(s, 0.95))
+	st.P99 = f(stats.Quantile(s, 0.99))
 	st.Max = f(s[len(s)-1])
 	return st
-}
-
-// stagePercentile is k6's Trend percentile: linear interpolation at rank
-// p·(n-1) of the sorted samples (Hyndman–Fan type 7).
-func stagePercentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	rank := p * float64(len(sorted)-1)
-	lo := int(math.Floor(rank))
-	hi := int(math.Ceil(rank))
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
 }

@@ -30,4 +30,19 @@ func TestFastestP95SkipsAllFailedEndpoints(t *testing.T) {
 	if !strings.Contains(fastest, "**home**") || strings.Contains(fastest, "missing") {
 		t.Fatalf("fastest p95 finding %q, want home (missing failed every request)", fastest)
 	}
+	// The ranking follows the same rule: the finding's endpoint first, the
+	// one that failed every request last, and the report states the rule.
+	if got := r.Ranking[0].Name; !strings.Contains(fastest, "**"+got+"**") {
+		t.Errorf("ranking puts %s first, the finding names %q", got, fastest)
+	}
+	if last := r.Ranking[len(r.Ranking)-1]; last.Name != "missing" {
+		t.Errorf("ranking puts %s last, want missing", last.Name)
+	}
+	var md strings.Builder
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), RankingRule) {
+		t.Error("the report does not state its ranking rule")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/envelope-dev/envelope/internal/chart"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // LatencyChart is the latency-distribution chart: one box per endpoint
@@ -25,8 +26,8 @@ func (r *StageReport) LatencyChart() (chart.Chart, error) {
 		sort.Float64s(s)
 		c.Categories = append(c.Categories, e.Name)
 		c.Boxes = append(c.Boxes, chart.Box{
-			Low: stagePercentile(s, 0.05), Q1: stagePercentile(s, 0.25), Median: stagePercentile(s, 0.5),
-			Q3: stagePercentile(s, 0.75), High: stagePercentile(s, 0.99),
+			Low: stats.Quantile(s, 0.05), Q1: stats.Quantile(s, 0.25), Median: stats.Quantile(s, 0.5),
+			Q3: stats.Quantile(s, 0.75), High: stats.Quantile(s, 0.99),
 		})
 	}
 	if len(c.Categories) == 0 {

@@ -26,15 +26,32 @@ import (
 //	  BenchmarkHandlerMemorySize: 256
 //	notes:
 //	  - Handlers call a backend with 80-160 ms delay.
+//	max_delay: 0ms       # header line "Max delay"
+//	endpoints: [steady, adaptive, target-aware, standard]  # report order
+//	sections:            # free sections, in order: text or a list
+//	  Lambda Configuration: _Not captured for this run._
 type Params struct {
-	Title    string
-	Region   string
-	Mode     string
-	Profile  string
-	Settings []KV
-	Stack    []KV
-	Notes    []string
+	Title     string
+	Region    string
+	Mode      string
+	Profile   string
+	MaxDelay  string
+	Endpoints []string
+	Settings  []KV
+	Stack     []KV
+	Notes     []string
+	Sections  []Section
 }
+
+// Section is a free section of the configuration: a paragraph or a list.
+type Section struct {
+	Title string
+	Text  string
+	Items []string
+}
+
+// paramFields are the fields a Params file may hold.
+const paramFields = "title, region, mode, profile, max_delay, endpoints, settings, stack, notes, sections"
 
 // KV is one ordered key and value.
 type KV struct{ Key, Value string }
@@ -56,7 +73,7 @@ func LoadParams(path string) (*Params, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: want a mapping of title, region, mode, profile, settings, stack, notes", path, root.Line)
+		return nil, fmt.Errorf("%s:%d: want a mapping of %s", path, root.Line, paramFields)
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -93,21 +110,57 @@ func LoadParams(path string) (*Params, error) {
 			err = pairs(&p.Settings)
 		case "stack":
 			err = pairs(&p.Stack)
-		case "notes":
-			if v.Kind != yaml.SequenceNode {
-				return nil, fmt.Errorf("%s:%d: field notes: want a list", path, v.Line)
+		case "max_delay", "max delay", "Max delay":
+			err = scalar(&p.MaxDelay)
+		case "notes", "endpoints":
+			dst := &p.Notes
+			if k.Value == "endpoints" {
+				dst = &p.Endpoints
 			}
-			for _, n := range v.Content {
-				p.Notes = append(p.Notes, n.Value)
+			if err = list(path, k.Value, v, dst); err != nil {
+				return nil, err
+			}
+		case "sections":
+			if v.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("%s:%d: field sections: want a mapping of section title: text or list", path, v.Line)
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				t, body := v.Content[j], v.Content[j+1]
+				sec := Section{Title: t.Value}
+				switch body.Kind {
+				case yaml.ScalarNode:
+					sec.Text = body.Value
+				case yaml.SequenceNode:
+					if err := list(path, "sections."+t.Value, body, &sec.Items); err != nil {
+						return nil, err
+					}
+				default:
+					return nil, fmt.Errorf("%s:%d: field sections.%s: want text or a list", path, body.Line, t.Value)
+				}
+				p.Sections = append(p.Sections, sec)
 			}
 		default:
-			err = fmt.Errorf("%s:%d: unknown field %q (want title, region, mode, profile, settings, stack, notes)", path, k.Line, k.Value)
+			err = fmt.Errorf("%s:%d: unknown field %q (want %s)", path, k.Line, k.Value, paramFields)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
+}
+
+// list reads a YAML list of single values.
+func list(path, field string, v *yaml.Node, dst *[]string) error {
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("%s:%d: field %s: want a list", path, v.Line, field)
+	}
+	for _, n := range v.Content {
+		if n.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%s:%d: field %s: want a list of single values", path, n.Line, field)
+		}
+		*dst = append(*dst, n.Value)
+	}
+	return nil
 }
 
 // ChartPaths are the chart images the Markdown links to, relative to the
@@ -135,6 +188,9 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	if p.Mode != "" {
 		fmt.Fprintf(&b, "Mode: %s\n", p.Mode)
 	}
+	if p.MaxDelay != "" {
+		fmt.Fprintf(&b, "Max delay: %s\n", p.MaxDelay)
+	}
 	fmt.Fprintf(&b, "Endpoints: %s\n\n", strings.Join(names, ", "))
 
 	b.WriteString("## Test Configuration\n\n")
@@ -146,9 +202,22 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 		unit = r.Windows[0].Unit
 	}
 	b.WriteString("### Workload Shape\n\n")
-	fmt.Fprintf(&b, "| Stage | Window | Duration | From %s | To %s |\n| ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
-	for _, w := range r.Windows {
-		fmt.Fprintf(&b, "| %d | %ss | %s | %s | %s |\n", w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
+	if r.PerScenario {
+		fmt.Fprintf(&b, "The scenarios' stages differ, so each sample is windowed by the stages of its own scenario (its `scenario` tag).\n\n")
+		fmt.Fprintf(&b, "| Scenario | Stage | Window | Duration | From %s | To %s |\n| :-- | ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
+		for _, sc := range r.Scenarios {
+			for _, w := range sc.Windows() {
+				fmt.Fprintf(&b, "| %s | %d | %ss | %s | %s | %s |\n", sc.Name, w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
+			}
+		}
+	} else {
+		if len(r.Scenarios) > 1 {
+			fmt.Fprintf(&b, "%d scenarios (%s) run these stages in parallel; one set of windows serves them all.\n\n", len(r.Scenarios), scenarioNames(r.Scenarios))
+		}
+		fmt.Fprintf(&b, "| Stage | Window | Duration | From %s | To %s |\n| ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
+		for _, w := range r.Windows {
+			fmt.Fprintf(&b, "| %d | %ss | %s | %s | %s |\n", w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
+		}
 	}
 	b.WriteString("\n### k6 Settings\n\n| Setting | Value |\n| :-- | :-- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | `%s` |\n", k, v) }
@@ -160,8 +229,19 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	if p.Profile != "" {
 		row("Profile", p.Profile)
 	}
-	row("Scenario", sc.Name)
-	row("Total scheduled duration", secs(sc.ScheduledDuration())+"s")
+	if len(r.Scenarios) > 1 {
+		row("Scenarios", scenarioNames(r.Scenarios))
+	} else {
+		row("Scenario", sc.Name)
+	}
+	var sched time.Duration
+	for _, s := range r.Scenarios {
+		sched = max(sched, s.ScheduledDuration())
+	}
+	if len(r.Scenarios) == 0 {
+		sched = sc.ScheduledDuration()
+	}
+	row("Total scheduled duration", secs(sched)+"s")
 	if sc.Arrival() {
 		row("Arrival time unit", fmtDur(sc.TimeUnit))
 		if sc.PreAllocatedVUs > 0 {
@@ -185,6 +265,15 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 			row(kv.Key, kv.Value)
 		}
 	}
+	for _, sec := range p.Sections {
+		fmt.Fprintf(&b, "\n### %s\n\n", sec.Title)
+		if sec.Text != "" {
+			fmt.Fprintf(&b, "%s\n", sec.Text)
+		}
+		for _, it := range sec.Items {
+			fmt.Fprintf(&b, "- %s\n", it)
+		}
+	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\n### Benchmark Scenario Notes\n\n")
 		for _, n := range p.Notes {
@@ -204,6 +293,7 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	}
 
 	b.WriteString("\n## Endpoint Ranking\n\n")
+	b.WriteString(RankingRule + "\n\n")
 	if r.Baseline != "" {
 		fmt.Fprintf(&b, "| Rank | Endpoint | p95 (ms) | Error rate | Cost (%% of %s) | Effective batch | Requests |\n| ---: | :-- | ---: | ---: | ---: | ---: | ---: |\n", r.Baseline)
 	} else {
@@ -221,11 +311,25 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	}
 
 	b.WriteString("\n## Stage Latency Stats (per endpoint)\n\n")
-	fmt.Fprintf(&b, "Computed from sampled `http_req_duration` points with status `%s`, grouped by configured stage windows.\n", r.Status)
+	if r.PerScenario {
+		fmt.Fprintf(&b, "Computed from sampled `http_req_duration` points with status `%s`, each grouped by the stage windows of its own scenario.\n", r.Status)
+	} else {
+		fmt.Fprintf(&b, "Computed from sampled `http_req_duration` points with status `%s`, grouped by configured stage windows.\n", r.Status)
+	}
 	for _, e := range r.Endpoints {
 		fmt.Fprintf(&b, "\n### %s\n\n", e.Name)
-		fmt.Fprintf(&b, "| Stage | Target (%s) | Window (s) | Samples | Avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) |\n| ---: | ---: | :-- | ---: | ---: | ---: | ---: | ---: | ---: |\n", unit)
+		if r.PerScenario {
+			b.WriteString("| Scenario ")
+		}
+		fmt.Fprintf(&b, "| Stage | Target (%s) | Window (s) | Samples | Avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) |\n", unit)
+		if r.PerScenario {
+			b.WriteString("| :-- ")
+		}
+		b.WriteString("| ---: | ---: | :-- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, s := range e.Stages {
+			if r.PerScenario {
+				fmt.Fprintf(&b, "| %s ", s.Scenario)
+			}
 			fmt.Fprintf(&b, "| %d | %s | %s | %d |", s.Stage, num(s.Target), fmtWindow(s.Window), s.Samples)
 			if s.Samples == 0 {
 				b.WriteString(" _no samples_ | | | | |\n")
@@ -255,6 +359,11 @@ type (
 		Endpoints map[string]endpointJSON `json:"endpoints"`
 		Findings  []string                `json:"findings"`
 		Warnings  []string                `json:"warnings,omitempty"`
+		// Scenarios whose stages window the run; PerScenario when each
+		// sample was windowed by its own scenario's stages.
+		Scenarios     []string `json:"scenarios,omitempty"`
+		PerScenario   bool     `json:"per_scenario,omitempty"`
+		EndpointOrder []string `json:"endpoint_order"`
 	}
 	windowJSON struct {
 		Stage  int     `json:"stage"`
@@ -273,14 +382,17 @@ type (
 		Stages         []stageJSON2 `json:"stages"`
 	}
 	stageJSON2 struct {
-		Stage   int      `json:"stage"`
-		Target  float64  `json:"target"`
-		Samples int      `json:"samples"`
-		Avg     *float64 `json:"avg"`
-		P50     *float64 `json:"p50"`
-		P95     *float64 `json:"p95"`
-		P99     *float64 `json:"p99"`
-		Max     *float64 `json:"max"`
+		Scenario string   `json:"scenario,omitempty"`
+		StartS   float64  `json:"start_s"`
+		EndS     float64  `json:"end_s"`
+		Stage    int      `json:"stage"`
+		Target   float64  `json:"target"`
+		Samples  int      `json:"samples"`
+		Avg      *float64 `json:"avg"`
+		P50      *float64 `json:"p50"`
+		P95      *float64 `json:"p95"`
+		P99      *float64 `json:"p99"`
+		Max      *float64 `json:"max"`
 	}
 )
 
@@ -292,6 +404,12 @@ func (r *StageReport) WriteJSON(w io.Writer) error {
 		Baseline: r.Baseline, Endpoints: map[string]endpointJSON{}, Findings: r.Findings, Warnings: r.Warnings,
 		Ranking: []string{},
 	}
+	if len(r.Scenarios) > 1 {
+		for _, sc := range r.Scenarios {
+			out.Scenarios = append(out.Scenarios, sc.Name)
+		}
+		out.PerScenario = r.PerScenario
+	}
 	for _, wd := range r.Windows {
 		out.Windows = append(out.Windows, windowJSON{wd.Stage, wd.Start.Seconds(), wd.End.Seconds(), wd.From, wd.To, wd.Unit})
 	}
@@ -301,9 +419,10 @@ func (r *StageReport) WriteJSON(w io.Writer) error {
 	for _, e := range r.Endpoints {
 		ej := endpointJSON{P95: e.P95, ErrorRate: e.ErrorRate, Requests: e.Requests, EffectiveBatch: e.EffectiveBatch, CostPct: e.CostPct}
 		for _, s := range e.Stages {
-			ej.Stages = append(ej.Stages, stageJSON2{s.Stage, s.Target, s.Samples, s.Avg, s.P50, s.P95, s.P99, s.Max})
+			ej.Stages = append(ej.Stages, stageJSON2{s.Scenario, s.Window.Start.Seconds(), s.Window.End.Seconds(), s.Stage, s.Target, s.Samples, s.Avg, s.P50, s.P95, s.P99, s.Max})
 		}
 		out.Endpoints[e.Name] = ej
+		out.EndpointOrder = append(out.EndpointOrder, e.Name)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
 // ecsEnvelope is a testdata envelope with an ECS operating point like the
@@ -59,7 +59,7 @@ func TestECSGroup(t *testing.T) {
 			}
 			var got []string
 			for _, g := range f.Groups {
-				if !strings.HasPrefix(g.Name, "envelope-ecs") {
+				if !strings.HasSuffix(g.Name, "-ecs.rules") && !strings.HasSuffix(g.Name, "-ecs.alerts") {
 					continue
 				}
 				for _, r := range g.Rules {
@@ -95,9 +95,9 @@ func TestECSPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &testBuilder{c: c, o: DefaultOptions(), f: f, rule: map[string][]Rule{}}
-	for _, r := range f.Alerts() {
-		b.rule[r.Alert] = append(b.rule[r.Alert], r)
+	b, err := newTestBuilder(env, f, c, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
 	const limit = 536870912.0 // 512 MiB
 	hot := map[string]string{"instance": "10.0.0.1:19466", "job": "ecs"}
@@ -180,13 +180,7 @@ func TestECSPromtool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ecs.test.yaml"), tb, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "tool", "promtool", "test", "rules", filepath.Join(dir, "ecs.test.yaml"))
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s", err, out)
+	if out, err := promtest.Promtool(t, "test", "rules", filepath.Join(dir, "ecs.test.yaml")); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

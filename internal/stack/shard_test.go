@@ -19,6 +19,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/stack"
 )
 
@@ -96,9 +97,10 @@ func TestRulesAreShardSafe(t *testing.T) {
 	ruleBytes = bytes.ReplaceAll(ruleBytes, []byte("interval: 15s"), []byte("interval: 1s"))
 
 	ctx := context.Background()
-	bin, err := stack.Locate(ctx, "prometheus", "")
+	// The pinned Prometheus (go.mod's tool directive), never one on $PATH.
+	bin, err := promproc.GoTool(ctx, "prometheus")
 	if err != nil {
-		t.Skipf("no Prometheus: %v", err)
+		t.Fatalf("prometheus: %v", err)
 	}
 
 	metricLines, pointLines, trends := readRun(t, "testdata/baseline-a-120s.ndjson.gz")

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
@@ -170,9 +171,10 @@ func TestStackEndToEnd(t *testing.T) {
 		t.Skip("runs Prometheus")
 	}
 	ctx := context.Background()
-	bin, err := Locate(ctx, "prometheus", "")
+	// The pinned Prometheus (go.mod's tool directive), never one on $PATH.
+	bin, err := promproc.GoTool(ctx, "prometheus")
 	if err != nil {
-		t.Skipf("no Prometheus: %v", err)
+		t.Fatalf("prometheus: %v", err)
 	}
 	rules, err := os.ReadFile("../../rules/envelope.rules.yaml")
 	if err != nil {

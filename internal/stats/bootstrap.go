@@ -42,8 +42,8 @@ func BootstrapLog(base, cand []float64, confidence float64, resamples int, seed 
 	sort.Float64s(diffs)
 	diff := bootMean(lc) - bootMean(lb)
 	alpha := 1 - confidence
-	lo := bootQuantileSorted(diffs, alpha/2)
-	hi := bootQuantileSorted(diffs, 1-alpha/2)
+	lo := Quantile(diffs, alpha/2)
+	hi := Quantile(diffs, 1-alpha/2)
 	// The bootstrap standard error stands in for SE so the one-sided
 	// p-values and the MDC use the same normal-theory shortcut.
 	var ss float64
@@ -98,13 +98,4 @@ func bootMean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-// bootQuantileSorted is the type-7 quantile (linear interpolation at rank
-// p*(n-1)) of sorted values.
-func bootQuantileSorted(s []float64, p float64) float64 {
-	r := p * float64(len(s)-1)
-	lo := int(math.Floor(r))
-	hi := int(math.Ceil(r))
-	return s[lo] + (s[hi]-s[lo])*(r-float64(lo))
 }

@@ -4,7 +4,10 @@ import "math"
 
 // Quantile is k6's percentile over ascending-sorted samples: linear
 // interpolation between closest ranks at rank p·(n−1) (Hyndman–Fan type 7,
-// NumPy's default). p is in [0,1]; an empty slice gives 0 as k6 does.
+// NumPy's default). It is the project's only copy of the formula. An
+// empty slice gives 0, as k6's Trend sink does; a caller for whom "no
+// samples" must not read as zero checks the length first. p outside
+// [0,1] is clamped to the smallest or largest sample.
 func Quantile(sorted []float64, p float64) float64 {
 	n := len(sorted)
 	switch {

@@ -23,7 +23,10 @@ func TestQuantileK6(t *testing.T) {
 		{[]float64{10, 15, 20}, 1, 20},
 		{[]float64{1, 2, 3, 4}, 0.5, 2.5},
 		{nil, 0.95, 0},
+		{[]float64{}, 0.5, 0},
 		{[]float64{7}, 0.95, 7},
+		{[]float64{10, 15, 20}, -0.5, 10},
+		{[]float64{10, 15, 20}, 1.5, 20},
 	}
 	for _, c := range cases {
 		if got := Quantile(c.xs, c.p); math.Abs(got-c.want) > 1e-12 {

@@ -52,14 +52,6 @@ func (b *buckets) add(i int, n uint64) {
 	b.counts[j] += n
 }
 
-func (b *buckets) total() uint64 {
-	var t uint64
-	for _, c := range b.counts {
-		t += c
-	}
-	return t
-}
-
 func bucketOf(x float64) int { return int(math.Ceil(math.Log(x) / sketchLogGam)) }
 
 func bucketValue(i int) float64 {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// walkthrough returns the README's "Your first real baseline" section.
+func walkthrough(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Your first real baseline\n")
+	if !ok {
+		t.Fatal("README has no \"Your first real baseline\" section")
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	return sec
+}
+
+// fenced returns the lines of the section's code blocks of a language.
+func fenced(sec, lang string) [][]string {
+	var blocks [][]string
+	var cur []string
+	in := false
+	indent := ""
+	for _, raw := range strings.Split(sec, "\n") {
+		l := strings.TrimSpace(raw)
+		switch {
+		case !in && l == "```"+lang:
+			in, cur = true, nil
+			indent = raw[:len(raw)-len(strings.TrimLeft(raw, " "))] // a list item's block
+		case in && l == "```":
+			in = false
+			blocks = append(blocks, cur)
+		case in:
+			cur = append(cur, strings.TrimPrefix(raw, indent))
+		}
+	}
+	return blocks
+}
+
+// shellWords splits a command line as sh does for the plain words,
+// quotes and trailing comments the README uses.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	have := false
+	var quote rune
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			w.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, have = r, true
+		case r == '#' && !have:
+			return words
+		case r == ' ' || r == '\t':
+			if have {
+				words = append(words, w.String())
+				w.Reset()
+				have = false
+			}
+		case r == '|' || r == '>' || r == '<' || r == '*':
+			t.Fatalf("README command %q needs a shell (%c): keep the walkthrough's exporter commands plain", line, r)
+		default:
+			w.WriteRune(r)
+			have = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if have {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// The walkthrough runs as written: its k6 outputs are real 6-minute k6
+// runs of the baseline-mix script from the fixtures (run-4, the later
+// run, is the one with slower auth and failed uploads), and every
+// exporter command runs in that folder with the exit code it should have.
+func TestReadmeWalkthrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays four 6-minute runs")
+	}
+	sec := walkthrough(t)
+	abs := func(p ...string) string {
+		a, err := filepath.Abs(filepath.Join(p...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	fixtures := map[string]string{
+		"run-1.ndjson.gz":        abs(sixMinA),
+		"run-2.ndjson.gz":        abs(sixMinB),
+		"run-3.ndjson.gz":        abs(sixMinC),
+		"run-4.ndjson.gz":        abs(sixMinRegresed),
+		"script.k6-inspect.json": abs(sixMinOptions),
+	}
+	dir := t.TempDir()
+	for name, src := range fixtures {
+		if err := os.Symlink(src, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+
+	var cmds [][]string
+	for _, block := range fenced(sec, "sh") {
+		for _, l := range block {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "exporter ") {
+				cmds = append(cmds, shellWords(t, l)[1:])
+			}
+		}
+	}
+	if len(cmds) < 6 {
+		t.Fatalf("the walkthrough has %d exporter commands, want baseline, report, rules, serve, dashboards, compare", len(cmds))
+	}
+	ran := map[string]bool{}
+	for _, args := range cmds {
+		ran[args[0]] = true
+		if args[0] == "serve" {
+			readmeServe(t, args)
+			continue
+		}
+		code, so, se := captureRun(t, args...)
+		want := 0
+		if args[0] == "compare" {
+			want = 1 // run-4 regressed
+		}
+		if code != want {
+			t.Fatalf("exporter %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, so, se)
+		}
+		if args[0] == "baseline" && strings.Contains(se, "level=WARN") {
+			t.Errorf("baseline warned: %s", se)
+		}
+		if args[0] == "compare" && !strings.Contains(so, "Result: REGRESSION") {
+			t.Errorf("compare: %s", so)
+		}
+	}
+	for _, c := range []string{"baseline", "report", "rules", "serve", "dashboards", "compare"} {
+		if !ran[c] {
+			t.Errorf("the walkthrough does not run %s", c)
+		}
+	}
+	for _, f := range []string{"envelope.yaml", "report.md", filepath.Join("rules", "envelope.rules.yaml"), filepath.Join("dashboards", "overview.json")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("walkthrough output: %v", err)
+		}
+	}
+	blocks := fenced(sec, "yaml")
+	if len(blocks) == 0 {
+		t.Fatal("no scrape config in the walkthrough")
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Join(blocks[0], "\n")), &cfg); err != nil || len(cfg.ScrapeConfigs) == 0 || cfg.ScrapeConfigs[0].StaticConfigs[0].Targets[0] != "127.0.0.1:"+defaultPort {
+		t.Errorf("scrape config: %+v, %v", cfg, err)
+	}
+}
+
+// readmeServe runs the walkthrough's serve command on a free loopback
+// port until it has replayed its results, then stops it as Ctrl-C does.
+func readmeServe(t *testing.T, args []string) {
+	t.Helper()
+	var e lockedBuffer
+	var o bytes.Buffer
+	stdout, stderr = &o, &e
+	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
+	code := make(chan int, 1)
+	go func() { code <- run(append(args, "--web.listen-address=127.0.0.1:0")) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(e.String(), "replayed results") {
+		select {
+		case c := <-code:
+			t.Fatalf("serve exited %d before replaying:\n%s", c, e.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not replay its results:\n%s", e.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("serve: exit %d:\n%s", c, e.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
+	}
+}

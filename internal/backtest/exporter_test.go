@@ -1,0 +1,232 @@
+package backtest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/rules"
+	"github.com/envelope-dev/envelope/internal/simulate"
+)
+
+// capture records the backtest's samples by timestamp, with the family
+// (metric name without a classic histogram's suffix) of each.
+type capture map[int64]map[string]captured
+
+type captured struct {
+	family string
+	v      float64
+}
+
+func (c capture) Append(l labels.Labels, t int64, v float64) error {
+	if c[t] == nil {
+		c[t] = map[string]captured{}
+	}
+	n := l.Get(model.MetricNameLabel)
+	if l.Has("le") {
+		n = strings.TrimSuffix(n, "_bucket")
+	} else if m, ok := strings.CutSuffix(n, "_sum"); ok {
+		n = m
+	} else if m, ok := strings.CutSuffix(n, "_count"); ok {
+		n = m
+	}
+	c[t][l.String()] = captured{n, v}
+	return nil
+}
+
+// The backtest models the exporter's series by hand; this holds the model
+// to the real thing. A real exporter.Server is fed the same run's points
+// scrape by scrape, its k6 Gatherer is read at every virtual scrape time,
+// and every series of the families the backtest writes must be the same
+// series with the same value at every scrape, in both directions.
+func TestSeriesSameAsExporter(t *testing.T) {
+	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realRun := "testdata/regressed-auth-errors.ndjson.gz"
+	sim := filepath.Join(t.TempDir(), "sim.ndjson.gz")
+	if err := simulate.WriteFile(sim, env, simulate.Options{Seed: 31, Duration: 3 * time.Minute, ErrorRate: 0.02}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{realRun, sim} {
+		t.Run(filepath.Base(path), func(t *testing.T) { compareWithExporter(t, env, path) })
+	}
+}
+
+func compareWithExporter(t *testing.T, env *envelope.Envelope, path string) {
+	o := Options{}
+	pr, err := prepare(env, path, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := capture{}
+	if err := pr.r.write(want, pr.up, pr.lastSlot); err != nil {
+		t.Fatal(err)
+	}
+	families := map[string]bool{}
+	for _, s := range pr.r.series {
+		families[s.name] = true
+	}
+
+	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true, SeriesLimit: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs, points := readAll(t, path)
+	for _, d := range defs {
+		srv.DefineMetric(d)
+	}
+	// Feed each point before the first scrape at or after its time, as
+	// the backtest assumes; a stable sort keeps k6's order within a scrape.
+	slotOf := func(p *k6.Point) int { return pr.r.slot(p.Time) }
+	sort.SliceStable(points, func(i, j int) bool { return slotOf(&points[i]) < slotOf(&points[j]) })
+	next := 0
+	compared := 0
+	for slot := 1; slot <= pr.lastSlot; slot++ {
+		for next < len(points) && slotOf(&points[next]) <= slot {
+			srv.IngestPoint(&points[next])
+			next++
+		}
+		ts := pr.r.t0.Add(time.Duration(slot) * o.Scrape).UnixMilli()
+		got := gathered(t, srv, families)
+		exp := map[string]float64{}
+		for k, c := range want[ts] {
+			if families[c.family] {
+				exp[k] = c.v
+			}
+		}
+		for k, v := range exp {
+			g, ok := got[k]
+			if !ok {
+				t.Fatalf("scrape %d: backtest has %s = %v, the exporter does not expose it", slot, k, v)
+			}
+			if !near(g, v) {
+				t.Fatalf("scrape %d: %s: backtest %v, exporter %v", slot, k, v, g)
+			}
+			compared++
+		}
+		for k, v := range got {
+			if _, ok := exp[k]; !ok {
+				t.Fatalf("scrape %d: the exporter exposes %s = %v, the backtest does not model it", slot, k, v)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("nothing compared")
+	}
+	t.Logf("%d samples over %d scrapes, %d families: the same", compared, pr.lastSlot, len(families))
+}
+
+func near(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// gathered reads the exporter's k6 Gatherer as the backtest's series:
+// counters and gauges by value, histograms as their classic _bucket, _sum
+// and _count series; empty label values are absent, as in Prometheus.
+func gathered(t *testing.T, srv *exporter.Server, families map[string]bool) map[string]float64 {
+	t.Helper()
+	mfs, err := srv.K6Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if !families[mf.GetName()] {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			lb := labels.NewBuilder(labels.EmptyLabels())
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() != "" {
+					lb.Set(lp.GetName(), lp.GetValue())
+				}
+			}
+			put := func(name string, v float64, extra ...string) {
+				b := labels.NewBuilder(lb.Labels()).Set(model.MetricNameLabel, name)
+				for i := 0; i+1 < len(extra); i += 2 {
+					b.Set(extra[i], extra[i+1])
+				}
+				out[b.Labels().String()] = v
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				put(mf.GetName(), m.GetCounter().GetValue())
+			case dto.MetricType_GAUGE:
+				put(mf.GetName(), m.GetGauge().GetValue())
+			case dto.MetricType_HISTOGRAM:
+				h := m.GetHistogram()
+				for _, b := range h.GetBucket() {
+					if math.IsInf(b.GetUpperBound(), 1) {
+						continue
+					}
+					put(mf.GetName()+"_bucket", float64(b.GetCumulativeCount()), "le", rules.LeValue(b.GetUpperBound()))
+				}
+				put(mf.GetName()+"_bucket", float64(h.GetSampleCount()), "le", "+Inf")
+				put(mf.GetName()+"_sum", h.GetSampleSum())
+				put(mf.GetName()+"_count", float64(h.GetSampleCount()))
+			default:
+				t.Fatalf("%s: type %v not modelled", mf.GetName(), mf.GetType())
+			}
+		}
+	}
+	return out
+}
+
+// readAll reads a run's Metric definitions and points.
+func readAll(t *testing.T, path string) ([]*k6.MetricDef, []k6.Point) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in io.Reader = zr
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var defs []*k6.MetricDef
+	var points []k6.Point
+	for sc.Scan() {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var p k6.Point
+		isPoint, def, err := k6.ParseNDJSONLine(b, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isPoint {
+			p.Tags = maps.Clone(p.Tags) // the parser may reuse the map
+			points = append(points, p)
+		} else if def != nil {
+			defs = append(defs, def)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return defs, slices.Clip(points)
+}

@@ -1,0 +1,267 @@
+package exporter
+
+// The soak benchmark: each attack of the hostile suite at full size
+// against one exporter with default flags, served over loopback. It
+// reports the process's peak RSS (VmHWM), its RSS after the attack and
+// the slowest of three /metrics scrapes. Run each attack in its own
+// process so the peak is that attack's:
+//
+//	go test -c -o exporter.test ./internal/exporter/
+//	for a in wide names resources labels bombs runs; do
+//	  ./exporter.test -test.run '^$' -test.bench "Soak/$a\$" -test.benchtime 1x
+//	done
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// procKiB reads a VmXXX figure of this process (Linux).
+func procKiB(b *testing.B, field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return n
+		}
+	}
+	b.Fatalf("%s not in /proc/self/status", field)
+	return 0
+}
+
+type soakTarget struct {
+	s    *Server
+	base string
+}
+
+func startSoak(b *testing.B) (*soakTarget, func()) {
+	s, err := New(Config{}) // default flags
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, l); close(done) }()
+	return &soakTarget{s: s, base: "http://" + l.Addr().String()}, func() { cancel(); <-done }
+}
+
+func (st *soakTarget) post(b *testing.B, body []byte, gz bool) int {
+	req, _ := http.NewRequest(http.MethodPost, st.base+"/v1/metrics", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	if gz {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1 // counted by the caller; b.Fatal is not for other goroutines
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func mathFloat(s *series) float64 { return math.Float64frombits(s.bits.Load()) }
+
+// report scrapes three times and reports the slowest, with RSS figures
+// before and after.
+func (st *soakTarget) report(b *testing.B) {
+	b.ReportMetric(procKiB(b, "VmRSS")/1024, "rss_before_scrape_MiB")
+	var slowest, cpu time.Duration
+	for range 3 {
+		c0 := cpuTime()
+		t0 := time.Now()
+		resp, err := http.Get(st.base + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("scrape: %d", resp.StatusCode)
+		}
+		slowest = max(slowest, time.Since(t0))
+		cpu = max(cpu, cpuTime()-c0)
+	}
+	b.ReportMetric(procKiB(b, "VmHWM")/1024, "peak_rss_MiB")
+	b.ReportMetric(procKiB(b, "VmRSS")/1024, "rss_MiB")
+	b.ReportMetric(slowest.Seconds()*1000, "scrape_ms")
+	b.ReportMetric(cpu.Seconds()*1000, "scrape_cpu_ms")
+	b.ReportMetric(float64(st.s.st.nseries.Load()), "series")
+	var overflow float64
+	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
+		overflow += testutil.ToFloat64(st.s.overflow.WithLabelValues(r))
+	}
+	b.ReportMetric(overflow, "dropped")
+}
+
+func BenchmarkSoak(b *testing.B) {
+	// 1,100 OTLP histogram series and as many NDJSON ones, each with
+	// samples at 1e-30 ms and 1e300 ms.
+	b.Run("wide", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			for i := range 1100 {
+				dp := &metricpb.HistogramDataPoint{Attributes: []*commonpb.KeyValue{strAttr("name", fmt.Sprint(i))},
+					StartTimeUnixNano: 1, TimeUnixNano: 2, Count: 2, Sum: ptr(1e300),
+					ExplicitBounds: []float64{1e-30, 1e300}, BucketCounts: []uint64{1, 0, 1}}
+				body, _ := proto.Marshal(exportReq(nil, histMetric(cumul, dp)))
+				st.post(b, body, false)
+				st.s.IngestPoint(&k6.Point{Metric: "http_req_duration", Value: 1e-30, Tags: map[string]string{"name": fmt.Sprint("nd", i)}})
+				st.s.IngestPoint(&k6.Point{Metric: "http_req_duration", Value: 1e300, Tags: map[string]string{"name": fmt.Sprint("nd", i)}})
+			}
+			st.report(b)
+			stop()
+		}
+	})
+	// 100,000 distinct metric names over NDJSON.
+	b.Run("names", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			pr, pw := io.Pipe()
+			go func() {
+				w := bufio.NewWriter(pw)
+				for i := range 100000 {
+					fmt.Fprintf(w, `{"type":"Metric","data":{"name":"custom_%d","type":"counter","contains":"default"},"metric":"custom_%d"}`+"\n", i, i)
+					fmt.Fprintf(w, `{"metric":"custom_%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"t"}}}`+"\n", i)
+				}
+				w.Flush()
+				pw.Close()
+			}()
+			st.s.ReplayReader("names", pr)
+			st.report(b)
+			stop()
+		}
+	})
+	// 600,000 distinct resource attribute sets behind one series.
+	b.Run("resources", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			for batch := range 60 {
+				req := &colmetricpb.ExportMetricsServiceRequest{}
+				for i := range 10000 {
+					req.ResourceMetrics = append(req.ResourceMetrics, &metricpb.ResourceMetrics{
+						Resource:     &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strAttr("host", fmt.Sprint(batch*10000+i))}},
+						ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{sumMetric("k6_http_reqs", cumul, dbl(1, 1))}}},
+					})
+				}
+				body, _ := proto.Marshal(req)
+				st.post(b, body, false)
+			}
+			st.report(b)
+			stop()
+		}
+	})
+	// 800,000 distinct values of the name tag.
+	b.Run("labels", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			pr, pw := io.Pipe()
+			go func() {
+				w := bufio.NewWriter(pw)
+				for i := range 800000 {
+					fmt.Fprintf(w, `{"metric":"http_req_duration","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":%d,"tags":{"name":"https://example.test/item/%d","testid":"t"}}}`+"\n", i%5000, i)
+				}
+				w.Flush()
+				pw.Close()
+			}()
+			st.s.ReplayReader("labels", pr)
+			st.report(b)
+			stop()
+		}
+	})
+	// 50 parallel gzip bombs: 2 MB on the wire, 16 MiB decoded each.
+	b.Run("bombs", func(b *testing.B) {
+		var zipped bytes.Buffer
+		gz, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+		// Zeros up to the body limit: decoded in full, then refused (400).
+		gz.Write(make([]byte, 16<<20-64))
+		gz.Close()
+		for b.Loop() {
+			st, stop := startSoak(b)
+			var wg sync.WaitGroup
+			codes := make([]int, 50)
+			for i := range 50 {
+				wg.Go(func() { codes[i] = st.post(b, zipped.Bytes(), true) })
+			}
+			wg.Wait()
+			busy := 0
+			for _, c := range codes {
+				if c == http.StatusServiceUnavailable {
+					busy++
+				}
+			}
+			b.ReportMetric(float64(busy), "refused_503")
+			st.report(b)
+			stop()
+		}
+	})
+	// 1,000 sequential runs with distinct testids, 20 simulated minutes
+	// apart, expiring as the TTL passes: memory plateaus, the last run is
+	// complete and nothing is dropped.
+	b.Run("runs", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			t0 := time.Now()
+			var rssAt100 float64
+			for r := range 1000 {
+				now := t0.Add(time.Duration(r) * 20 * time.Minute)
+				st.s.st.clock.Store(now.UnixNano())
+				st.s.ExpireRuns(now)
+				id := fmt.Sprintf("run-%04d", r)
+				for i := range 2000 {
+					tags := map[string]string{"testid": id, "name": fmt.Sprint("endpoint-", i%20), "status": "200", "method": "GET"}
+					st.s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: tags})
+					st.s.IngestPoint(&k6.Point{Metric: "http_req_duration", Value: float64(5 + i%400), Tags: tags})
+				}
+				if r == 99 {
+					rssAt100 = procKiB(b, "VmRSS") / 1024
+				}
+			}
+			f, _ := st.s.st.lookup("http_reqs")
+			total := 0.0
+			for _, s := range f.snapshot() {
+				if s.run.testid != "run-0999" {
+					b.Fatalf("series of %s still held", s.run.testid)
+				}
+				total += mathFloat(s)
+			}
+			if total != 2000 {
+				b.Fatalf("last run holds %v requests, want 2000", total)
+			}
+			b.ReportMetric(rssAt100, "rss_at_run100_MiB")
+			st.report(b)
+			stop()
+		}
+	})
+}

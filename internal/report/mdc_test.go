@@ -1,0 +1,54 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/compare"
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// The envelope report's minimum detectable change is the one compare
+// gives: for one candidate run compare takes the candidate's spread from
+// the baseline, so its MDC must equal the report's to the printed digit;
+// the report names 1, 3 and 5 runs.
+func TestEnvelopeReportMDCAgreesWithCompare(t *testing.T) {
+	env, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := demo.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(EnvelopeMarkdown(env, nil))
+	for _, k := range []int{1, 3, 5} {
+		m, ok := CompareMDC(env, k)
+		if !ok {
+			t.Fatalf("no MDC for %d runs", k)
+		}
+		word := "runs"
+		if k == 1 {
+			word = "run"
+		}
+		if want := fmt.Sprintf("%.1f%% with %d %s", 100*m, k, word); !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	res, err := compare.Compare(env, []*k6.Run{in[4].Run}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := CompareMDC(env, 1)
+	for _, f := range res.Figures {
+		if f.Name == "throughput" && f.Endpoint == "" {
+			if got, want := fmt.Sprintf("%.1f", f.MDCPct), fmt.Sprintf("%.1f", 100*m1); got != want {
+				t.Errorf("compare's MDC for one run %s%%, the report's %s%%", got, want)
+			}
+			return
+		}
+	}
+	t.Fatal("compare gave no throughput figure")
+}
