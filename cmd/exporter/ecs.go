@@ -17,7 +17,7 @@ import (
 // `exporter ecs record` samples the task metadata endpoint during the
 // baseline runs; `exporter ecs operating-point` adds the ECS figures the
 // samples give to an envelope file.
-func init() {
+func (c *cli) ecsCommand(app *kingpin.Application) {
 	cmd := app.Command("ecs", "ECS operating point: record task metadata snapshots during baseline runs and add CPU/memory bands to an envelope.")
 
 	rec := cmd.Command("record", "Append /task and /task/stats snapshots (NDJSON) from the task metadata endpoint until interrupted.")
@@ -29,7 +29,7 @@ func init() {
 		if recFlags.MetadataURI == "" {
 			return withCode(2, fmt.Errorf("no task metadata endpoint: set --ecs.metadata-uri or $%s", ecs.EnvMetadataURI))
 		}
-		c, err := ecs.NewClient(recFlags.MetadataURI, recFlags.Timeout)
+		client, err := ecs.NewClient(recFlags.MetadataURI, recFlags.Timeout)
 		if err != nil {
 			return withCode(2, err)
 		}
@@ -40,9 +40,9 @@ func init() {
 		defer f.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		log := logger()
-		n, err := ecs.Record(ctx, c, f, *interval, *count, func(err error) { log.Warn("snapshot skipped", "err", err) })
-		fmt.Fprintf(stdout, "%d snapshots appended to %s\n", n, *out)
+		log := c.logger()
+		n, err := ecs.Record(ctx, client, f, *interval, *count, func(err error) { log.Warn("snapshot skipped", "err", err) })
+		fmt.Fprintf(c.stdout, "%d snapshots appended to %s\n", n, *out)
 		return err
 	})
 
@@ -88,7 +88,7 @@ func init() {
 		if err := envelope.WriteFile(dst, env, format); err != nil {
 			return withCode(2, err)
 		}
-		fmt.Fprintf(stdout, "ECS operating point: %d CPU units / %d MiB x %d task(s); CPU %.1f%%-%.1f%% of the limit, memory peak %.1f%%-%.1f%%, %.4g-%.4g CPU s/request; written to %s\n",
+		fmt.Fprintf(c.stdout, "ECS operating point: %d CPU units / %d MiB x %d task(s); CPU %.1f%%-%.1f%% of the limit, memory peak %.1f%%-%.1f%%, %.4g-%.4g CPU s/request; written to %s\n",
 			point.TaskCPUUnits, point.TaskMemoryMiB, point.Tasks,
 			point.CPUUtilisation.Min*100, point.CPUUtilisation.Max*100,
 			point.MemoryUtilisation.Min*100, point.MemoryUtilisation.Max*100,

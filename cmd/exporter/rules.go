@@ -14,7 +14,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
-func init() {
+// rulesCommand adds `exporter rules`.
+func (c *cli) rulesCommand(app *kingpin.Application) {
 	cmd := app.Command("rules", "Generate the recording and alerting rules that encode an envelope, with their promtool unit tests, or the Prometheus Operator PrometheusRule resource.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON).").Required().String()
 	out := cmd.Flag("out", "Folder to write the rule files into.").Default("rules").String()
@@ -47,31 +48,32 @@ func init() {
 			return withCode(2, err)
 		}
 		for _, p := range paths {
-			fmt.Fprintln(stdout, p)
+			fmt.Fprintln(c.stdout, p)
 		}
 		return nil
 	})
+}
 
-	registerDemoStep(30, "rules", func(_ context.Context, d *demoEnv) error {
-		env, err := demo.Envelope()
-		if err != nil {
-			return err
-		}
-		dir := filepath.Join(d.Dir, "rules")
-		paths, err := rules.WriteDir(dir, env, rules.DefaultOptions())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
-		second, err := demo.SecondEnvelope()
-		if err != nil {
-			return err
-		}
-		dir2 := filepath.Join(dir, second.Name)
-		if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
-		return nil
-	})
+// demoRules writes the rules of both demo envelopes.
+func demoRules(_ context.Context, d *demoEnv) error {
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(d.Dir, "rules")
+	paths, err := rules.WriteDir(dir, env, rules.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+	second, err := demo.SecondEnvelope()
+	if err != nil {
+		return err
+	}
+	dir2 := filepath.Join(dir, second.Name)
+	if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
+		return err
+	}
+	fmt.Fprintf(d.stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
+	return nil
 }

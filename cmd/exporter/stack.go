@@ -23,8 +23,9 @@ import (
 	"github.com/envelope-dev/envelope/internal/stack"
 )
 
-// `exporter stack`: the compose stack on loopback without containers.
-func init() {
+// stackCommand adds `exporter stack`: the compose stack on loopback
+// without containers.
+func (c *cli) stackCommand(app *kingpin.Application) {
 	cmd := app.Command("stack", "Run the exporter, Prometheus (with the envelope's rules) and Alertmanager on loopback, wired as the compose stack, replaying a simulated run of the demo envelope live; prints the URLs and runs until interrupted.")
 	dir := cmd.Flag("dir", "Folder for the configs, rules, simulated run, TSDB and logs (default: a new temporary folder, removed on exit).").Default("").String()
 	envFile := cmd.Flag("envelope", "Envelope file to serve and derive the rules from (default: the embedded demo envelope).").Default("").String()
@@ -42,7 +43,7 @@ func init() {
 	amAddr := cmd.Flag("alertmanager.listen-address", "Alertmanager address.").Default("127.0.0.1:9093").String()
 
 	cmd.Action(func(*kingpin.ParseContext) error {
-		log := logger()
+		log := c.logger()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
@@ -84,13 +85,13 @@ func init() {
 				return withCode(2, err)
 			}
 			amBin = ""
-			fmt.Fprintln(stdout, "alertmanager: not found, running without it (alerts still show in Prometheus); pass --alertmanager.path to add it")
+			fmt.Fprintln(c.stdout, "alertmanager: not found, running without it (alerts still show in Prometheus); pass --alertmanager.path to add it")
 		}
 
 		replay := *results
 		if len(replay) == 0 && *follow == "" {
 			run := filepath.Join(work, "simulated-run.ndjson.gz")
-			fmt.Fprintf(stdout, "simulating a 6-minute run of envelope %q into %s\n", env.Name, run)
+			fmt.Fprintf(c.stdout, "simulating a 6-minute run of envelope %q into %s\n", env.Name, run)
 			if err := simulate.WriteFile(run, env, simulate.Options{
 				Duration: 6 * time.Minute, Seed: *seed, TestID: "stack-demo",
 				LatencyFactor: factors, ErrorRate: *errRate, ThroughputFactor: 1,
@@ -119,12 +120,12 @@ func init() {
 		}
 		defer st.Close()
 
-		fmt.Fprintf(stdout, "exporter:     %s/metrics\n", st.ExporterURLs[0])
-		fmt.Fprintf(stdout, "prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
+		fmt.Fprintf(c.stdout, "exporter:     %s/metrics\n", st.ExporterURLs[0])
+		fmt.Fprintf(c.stdout, "prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
 		if st.AlertmanagerURL != "" {
-			fmt.Fprintf(stdout, "alertmanager: %s\n", st.AlertmanagerURL)
+			fmt.Fprintf(c.stdout, "alertmanager: %s\n", st.AlertmanagerURL)
 		}
-		fmt.Fprintf(stdout, "folder:       %s (configs and logs)\nCtrl-C to stop.\n", work)
+		fmt.Fprintf(c.stdout, "folder:       %s (configs and logs)\nCtrl-C to stop.\n", work)
 
 		errc := make(chan error, len(replay)+1)
 		for _, f := range replay {
@@ -145,7 +146,7 @@ func init() {
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(stdout, "stopping")
+			fmt.Fprintln(c.stdout, "stopping")
 			return st.Close()
 		case <-st.Done():
 			return fmt.Errorf("a stack process exited; see the logs in %s", work)
