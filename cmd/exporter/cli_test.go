@@ -152,3 +152,23 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 		t.Errorf("first line %q, want %q (of %d lines)", lines[0], want, len(lines))
 	}
 }
+
+// Each invocation parses on a fresh app: flags and repeatable values of
+// one run do not carry over into the next.
+func TestNoFlagStateBetweenRuns(t *testing.T) {
+	file := filepath.Join("testdata", "runB-out.ndjson.gz")
+	code, so, se := captureRun(t, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
+	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
+		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)
+	}
+	code, so, se = captureRun(t, "summarize", file)
+	if code != 0 {
+		t.Fatalf("plain: exit %d: %s", code, se)
+	}
+	if strings.Contains(so, "method:GET") || strings.Contains(so, "p(99)=") {
+		t.Errorf("the first run's --submetric or --stats carried over:\n%s", so)
+	}
+	if n := strings.Count(so, file); n != 1 {
+		t.Errorf("the file is summarized %d times, want once:\n%s", n, so)
+	}
+}
