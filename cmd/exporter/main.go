@@ -57,7 +57,7 @@ func init() {
 // stdout and stderr. Help and version go to stdout (asked for, so
 // output); errors and the usage that follows a usage error go to stderr.
 func newApp(stdout, stderr io.Writer) *kingpin.Application {
-	c := &cli{stdout: stdout, stderr: stderr, logConfig: &promslog.Config{}}
+	c := &cli{stdout: stdout, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
 	app := kingpin.New("exporter",
 		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
 	app.Version(version.Print("exporter"))
@@ -87,7 +87,6 @@ func newApp(stdout, stderr io.Writer) *kingpin.Application {
 
 // logger builds the logger from --log.level and --log.format.
 func (c *cli) logger() *slog.Logger {
-	c.logConfig.Writer = c.stderr
 	return promslog.New(c.logConfig)
 }
 
