@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -22,7 +21,7 @@ func (c *cli) backtestCommand(app *kingpin.Application) {
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points (default: the warm-up the envelope skipped; 0 replays the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("file", "k6 NDJSON run files (--out json, .gz allowed).").Required().ExistingFiles()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -48,7 +47,7 @@ func (c *cli) backtestCommand(app *kingpin.Application) {
 			enc.SetIndent("", "  ")
 			return enc.Encode(rep)
 		}
-		fmt.Fprint(c.stdout, rep.Text())
+		c.print(rep.Text())
 		return nil
-	})
+	}))
 }

@@ -29,7 +29,7 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
 	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		// A bad match is refused before any run is read.
 		if _, err := envelope.ParseMatch(*match); err != nil {
 			return withCode(2, fmt.Errorf("--match: %w", err))
@@ -107,10 +107,10 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 		if err := envelope.WriteFile(*out, env, f); err != nil {
 			return err
 		}
-		fmt.Fprint(c.stdout, headline(env))
-		fmt.Fprintf(c.stdout, "envelope: %s\n", *out)
+		c.print(headline(env))
+		c.printf("envelope: %s\n", *out)
 		return nil
-	})
+	}))
 }
 
 // demoBaseline writes the demo envelope, its report and the second
@@ -128,8 +128,8 @@ func demoBaseline(_ context.Context, d *demoEnv) error {
 	if err := report.WriteEnvelopeReport(env, mdPath); err != nil {
 		return err
 	}
-	fmt.Fprint(d.stdout, headline(env))
-	fmt.Fprintf(d.stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+	d.print(headline(env))
+	d.printf("envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
 	second, err := demo.SecondEnvelope()
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ func demoBaseline(_ context.Context, d *demoEnv) error {
 	if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.stdout, "second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
+	d.printf("second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +172,20 @@ func TestNoFlagStateBetweenRuns(t *testing.T) {
 	}
 	if n := strings.Count(so, file); n != 1 {
 		t.Errorf("the file is summarized %d times, want once:\n%s", n, so)
+	}
+}
+
+// failingWriter refuses every write, as a full disk or closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A command whose output cannot be written exits 2 and says so.
+func TestOutputWriteFailure(t *testing.T) {
+	var e bytes.Buffer
+	env := filepath.Join("..", "..", "internal", "demo", "envelope.yaml")
+	code := runCLI([]string{"rules", "--envelope", env, "--out", t.TempDir()}, failingWriter{}, &e)
+	if code != 2 || e.String() != "exporter: writing output: no space left on device\n" {
+		t.Errorf("exit %d, stderr %q; want 2 and the write error", code, e.String())
 	}
 }

@@ -37,7 +37,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		if *scaling {
 			return c.runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
 		}
@@ -73,7 +73,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if *format == "json" {
 			err = res.WriteJSON(c.stdout)
 		} else {
-			fmt.Fprintln(c.stdout, windowLine(opts.SkipWarmup, skipSet))
+			c.println(windowLine(opts.SkipWarmup, skipSet))
 			err = res.WriteText(c.stdout)
 		}
 		if err != nil {
@@ -83,7 +83,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 			return withCode(codeRegression, nil)
 		}
 		return nil
-	})
+	}))
 }
 
 // demoCompare prints the verdict on the last two sample runs.
@@ -101,7 +101,7 @@ func demoCompare(_ context.Context, d *demoEnv) error {
 		return err
 	}
 	for _, l := range lines {
-		fmt.Fprintf(d.stdout, "compare: %s\n", l)
+		d.printf("compare: %s\n", l)
 	}
 	return nil
 }
@@ -276,7 +276,7 @@ func (c *cli) runScaling(files []string, levels, unit string, eff float64, chart
 			return err
 		}
 		if format == "text" {
-			fmt.Fprintf(c.stdout, "chart: %s, %s\n", filepath.Join(filepath.Dir(chartDir), ps.Light), filepath.Join(filepath.Dir(chartDir), ps.Dark))
+			c.printf("chart: %s, %s\n", filepath.Join(filepath.Dir(chartDir), ps.Light), filepath.Join(filepath.Dir(chartDir), ps.Dark))
 		}
 	}
 	return nil

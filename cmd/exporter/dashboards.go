@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -18,7 +17,7 @@ func (c *cli) dashboardsCommand(app *kingpin.Application) {
 	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed threshold lines at its band edges.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose band edges become fixed thresholds.").String()
 	out := cmd.Flag("out", "Folder to write the dashboard JSON files into.").Default("dashboards").String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		var opts dashboards.Options
 		if *envPath != "" {
 			env, err := envelope.ReadFile(*envPath)
@@ -32,10 +31,10 @@ func (c *cli) dashboardsCommand(app *kingpin.Application) {
 			return err
 		}
 		for _, p := range paths {
-			fmt.Fprintln(c.stdout, p)
+			c.println(p)
 		}
 		return nil
-	})
+	}))
 }
 
 // demoDashboards writes the dashboards; they carry the demo envelope's
@@ -54,6 +53,6 @@ func demoDashboards(_ context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.stdout, "dashboards: %d Grafana dashboards in %s (%s)\n", len(paths), dir, what)
+	d.printf("dashboards: %d Grafana dashboards in %s (%s)\n", len(paths), dir, what)
 	return nil
 }

@@ -48,7 +48,7 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
 	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		out := *dir
 		if out == "" {
 			var err error
@@ -59,7 +59,7 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 			return err
 		}
 		abs, _ := filepath.Abs(out)
-		fmt.Fprintf(c.stdout, "demo output folder: %s\n", abs)
+		c.printf("demo output folder: %s\n", abs)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr}
@@ -69,5 +69,5 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 			}
 		}
 		return nil
-	})
+	}))
 }

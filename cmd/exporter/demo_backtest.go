@@ -68,7 +68,7 @@ func demoBacktest(ctx context.Context, d *demoEnv) error {
 			verdict = "fired " + strings.Join(names, ", ")
 		}
 		rel, _ := filepath.Rel(d.Dir, r.path)
-		fmt.Fprintf(d.stdout, "backtest: %s (%s): %s\n", r.what, rel, verdict)
+		d.printf("backtest: %s (%s): %s\n", r.what, rel, verdict)
 	}
 	return nil
 }

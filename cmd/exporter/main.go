@@ -26,8 +26,46 @@ import (
 // Each command's flags live in locals of the function that adds it, so
 // a fresh app parses from a clean slate.
 type cli struct {
+	out            *output // stdout, remembering a failed write
 	stdout, stderr io.Writer
 	logConfig      *promslog.Config
+}
+
+// output is an invocation's stdout. It keeps the first write error, so a
+// command whose output could not be written (a full disk, a closed pipe)
+// fails instead of exiting 0.
+type output struct {
+	w   io.Writer
+	err error
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// print, printf and println write to stdout; the action fails if a write
+// did.
+func (c *cli) print(a ...any)                 { _, _ = fmt.Fprint(c.stdout, a...) }
+func (c *cli) printf(format string, a ...any) { _, _ = fmt.Fprintf(c.stdout, format, a...) }
+func (c *cli) println(a ...any)               { _, _ = fmt.Fprintln(c.stdout, a...) }
+
+// action is a command's action that ends with exit code 2 when the
+// command's output could not be written.
+func (c *cli) action(run func() error) kingpin.Action {
+	return func(*kingpin.ParseContext) error {
+		err := run()
+		if err == nil && c.out.err != nil {
+			return withCode(codeError, fmt.Errorf("writing output: %w", c.out.err))
+		}
+		return err
+	}
 }
 
 // exitError carries a process exit code (compare exits 1 on a regression).
@@ -57,7 +95,8 @@ func init() {
 // stdout and stderr. Help and version go to stdout (asked for, so
 // output); errors and the usage that follows a usage error go to stderr.
 func newApp(stdout, stderr io.Writer) *kingpin.Application {
-	c := &cli{stdout: stdout, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
+	out := &output{w: stdout}
+	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
 	app := kingpin.New("exporter",
 		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
 	app.Version(version.Print("exporter"))
@@ -123,7 +162,8 @@ func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 	if missingCommand(app, args) {
 		app.UsageWriter(stderr)
 		ctx, _ := app.ParseContext(args)
-		fmt.Fprintln(stderr, "exporter: error: a command is required")
+		// Nothing is left to report a failed write of an error to.
+		_, _ = fmt.Fprintln(stderr, "exporter: error: a command is required")
 		_ = app.UsageForContext(ctx)
 		return codeError
 	}
@@ -139,7 +179,7 @@ func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 			return code
 		}
 	}
-	fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
+	_, _ = fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
 	return code
 }
 

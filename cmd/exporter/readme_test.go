@@ -202,7 +202,9 @@ func readmeServe(t *testing.T, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case c := <-code:
 		if c != 0 {

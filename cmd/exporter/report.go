@@ -32,7 +32,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it). Default report.md; for --format json, stdout. - for stdout.").String()
 	format := cmd.Flag("format", choices("Stage report format.", "markdown", "json")).Default("markdown").Enum("markdown", "json")
 	file := cmd.Arg("FILE", "k6 point file of one run (--out json NDJSON, optionally .gz, or --out csv).").String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		if *envPath != "" {
 			if *file != "" {
 				return withCode(2, errors.New("give either --envelope or a run FILE, not both"))
@@ -48,7 +48,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 			if err := report.WriteEnvelopeReport(env, md); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.stdout, "envelope report: %s\n", md)
+			c.printf("envelope report: %s\n", md)
 			return nil
 		}
 		if *file == "" {
@@ -107,7 +107,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 				return err
 			}
 			if err := r.WriteJSON(f); err != nil {
-				f.Close()
+				_ = f.Close() // the write error is the one to report
 				return err
 			}
 			return f.Close()
@@ -121,9 +121,9 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 		if err := report.WriteStageReport(r, md); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
+		c.printf("stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
 		return nil
-	})
+	}))
 }
 
 // parseStart reads --start: RFC 3339 or Unix seconds.

@@ -23,7 +23,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
 	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
 	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels, ",")).String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -33,7 +33,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 		o.TopologyLabels = []string{}
 		for _, l := range strings.Split(*topo, ",") {
 			if l = strings.TrimSpace(l); l != "" {
-				if !model.LabelName(l).IsValidLegacy() {
+				if !model.LegacyValidation.IsValidLabelName(l) {
 					return withCode(2, fmt.Errorf("--topology-labels: %q is not a label name", l))
 				}
 				o.TopologyLabels = append(o.TopologyLabels, l)
@@ -48,10 +48,10 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 			return withCode(2, err)
 		}
 		for _, p := range paths {
-			fmt.Fprintln(c.stdout, p)
+			c.println(p)
 		}
 		return nil
-	})
+	}))
 }
 
 // demoRules writes the rules of both demo envelopes.
@@ -65,7 +65,7 @@ func demoRules(_ context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(d.stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+	d.printf("rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
 	second, err := demo.SecondEnvelope()
 	if err != nil {
 		return err
@@ -74,6 +74,6 @@ func demoRules(_ context.Context, d *demoEnv) error {
 	if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
 		return err
 	}
-	fmt.Fprintf(d.stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
+	d.printf("rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
 	return nil
 }

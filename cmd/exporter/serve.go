@@ -51,7 +51,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	pushInsecure := cmd.Flag("otlp.push-insecure", "Push over plain HTTP.").Bool()
 	collectors := c.serveCollectorFlags(cmd)
 
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
 			*follow = "-"
@@ -120,7 +120,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
-	})
+	}))
 }
 
 // demoServe serves both demo envelopes and the simulated runs until
@@ -148,7 +148,7 @@ func demoServe(ctx context.Context, d *demoEnv) error {
 	if strings.HasPrefix(host, ":") {
 		host = "localhost" + host
 	}
-	fmt.Fprintf(d.stdout, "serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
+	d.printf("serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
 	return d.serve(ctx, srv, serveInputs{results: files})
 }
 

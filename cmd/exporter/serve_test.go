@@ -40,7 +40,7 @@ func TestServeStdinAndShutdown(t *testing.T) {
 		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results}, &o, &e)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !(strings.Contains(e.String(), "stdin closed") && strings.Contains(e.String(), "replayed results")) {
+	for !strings.Contains(e.String(), "stdin closed") || !strings.Contains(e.String(), "replayed results") {
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not read stdin and the results:\n%s", e.String())
 		}
@@ -49,7 +49,9 @@ func TestServeStdinAndShutdown(t *testing.T) {
 	if !strings.Contains(e.String(), "points=1966") {
 		t.Errorf("replay log lacks the point count:\n%s", e.String())
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case c := <-code:
 		if c != 0 {

@@ -22,7 +22,7 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 	tf := cmd.Flag("throughput-factor", "Multiply the request and iteration rates.").Default("1").Float64()
 	testid := cmd.Flag("testid", "testid tag of every point (default simulated-SEED).").String()
 	out := cmd.Flag("out", "File to write; .gz compresses.").Required().String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -44,7 +44,7 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 		if err := simulate.WriteFile(*out, env, o); err != nil {
 			return withCode(2, err)
 		}
-		fmt.Fprintln(c.stdout, *out)
+		c.println(*out)
 		return nil
-	})
+	}))
 }

@@ -22,7 +22,7 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 	lenient := cmd.Flag("lenient", "Skip bad lines, count them and report the count instead of failing.").Bool()
 	subs := cmd.Flag("submetric", "Extra sub-metric to compute from point streams, e.g. 'http_req_duration{name:home}' (repeatable).").Strings()
 	files := cmd.Arg("file", "k6 result files; - reads stdin.").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		var stats []string
 		if *statsList != "" {
 			var err error
@@ -63,7 +63,7 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 			return k6.WriteJSON(c.stdout, runs, stats)
 		}
 		return k6.WriteText(c.stdout, runs, stats)
-	})
+	}))
 }
 
 // isTerminal reports whether f is a character device (a terminal).
