@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -12,7 +11,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
-func init() {
+// backtestCommand adds `exporter backtest`.
+func (c *cli) backtestCommand(app *kingpin.Application) {
 	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
 	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
 	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
@@ -21,8 +21,7 @@ func init() {
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points (default: the warm-up the envelope skipped; 0 replays the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("file", "k6 NDJSON run files (--out json, .gz allowed).").Required().ExistingFiles()
-	cmd.Action(func(*kingpin.ParseContext) error {
-		defer func() { *skip, skipSet = 0, false }()
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -44,11 +43,11 @@ func init() {
 			rep.Runs = append(rep.Runs, *r)
 		}
 		if *format == "json" {
-			enc := json.NewEncoder(stdout)
+			enc := json.NewEncoder(c.stdout)
 			enc.SetIndent("", "  ")
 			return enc.Encode(rep)
 		}
-		fmt.Fprint(stdout, rep.Text())
+		c.print(rep.Text())
 		return nil
-	})
+	}))
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/report"
 )
 
-func init() {
+// baselineCommand adds `exporter baseline`.
+func (c *cli) baselineCommand(app *kingpin.Application) {
 	cmd := app.Command("baseline", "Derive the baseline envelope from repeated k6 runs: throughput spread, p95/p99 bands, errors, endpoint bands, saturation verdict.")
 	name := cmd.Flag("name", "Name of the envelope.").Default("baseline").String()
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up (point files: --out json or csv).").Duration()
@@ -28,14 +29,7 @@ func init() {
 	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
 	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
-		// kingpin keeps values between parses (tests parse many times):
-		// leave the flags as a fresh parse would find them.
-		defer func() {
-			*name, *skip, *groupBy, *opts, *force = "baseline", 0, "", "", false
-			*out, *format, *files = "envelope.yaml", "yaml", nil
-			*labels, *topo, *params, *match = nil, nil, "", ""
-		}()
+	cmd.Action(c.action(func() error {
 		// A bad match is refused before any run is read.
 		if _, err := envelope.ParseMatch(*match); err != nil {
 			return withCode(2, fmt.Errorf("--match: %w", err))
@@ -81,7 +75,7 @@ func init() {
 			return err
 		}
 		for _, w := range duplicateRuns(in) {
-			logger().Warn(w)
+			c.logger().Warn(w)
 		}
 		o := envelope.Options{Name: *name, Match: *match, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {
@@ -97,7 +91,7 @@ func init() {
 			return withCode(2, err)
 		}
 		env.Topology = bp.Topology
-		log := logger()
+		log := c.logger()
 		for _, w := range env.Warnings {
 			log.Warn(w)
 		}
@@ -107,43 +101,45 @@ func init() {
 			if err != nil {
 				return err
 			}
-			_, err = stdout.Write(b)
+			_, err = c.stdout.Write(b)
 			return err
 		}
 		if err := envelope.WriteFile(*out, env, f); err != nil {
 			return err
 		}
-		fmt.Fprint(stdout, headline(env))
-		fmt.Fprintf(stdout, "envelope: %s\n", *out)
+		c.print(headline(env))
+		c.printf("envelope: %s\n", *out)
 		return nil
-	})
+	}))
+}
 
-	registerDemoStep(20, "baseline", func(_ context.Context, d *demoEnv) error {
-		env, err := demo.Envelope()
-		if err != nil {
-			return err
-		}
-		envPath := filepath.Join(d.Dir, "envelope.yaml")
-		if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
-			return err
-		}
-		mdPath := filepath.Join(d.Dir, "report.md")
-		if err := report.WriteEnvelopeReport(env, mdPath); err != nil {
-			return err
-		}
-		fmt.Fprint(stdout, headline(env))
-		fmt.Fprintf(stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
-		second, err := demo.SecondEnvelope()
-		if err != nil {
-			return err
-		}
-		secondPath := filepath.Join(d.Dir, "envelopes", second.Name+".yaml")
-		if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
-		return nil
-	})
+// demoBaseline writes the demo envelope, its report and the second
+// envelope.
+func demoBaseline(_ context.Context, d *demoEnv) error {
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	envPath := filepath.Join(d.Dir, "envelope.yaml")
+	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
+		return err
+	}
+	mdPath := filepath.Join(d.Dir, "report.md")
+	if err := report.WriteEnvelopeReport(env, mdPath); err != nil {
+		return err
+	}
+	d.print(headline(env))
+	d.printf("envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+	second, err := demo.SecondEnvelope()
+	if err != nil {
+		return err
+	}
+	secondPath := filepath.Join(d.Dir, "envelopes", second.Name+".yaml")
+	if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
+		return err
+	}
+	d.printf("second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
+	return nil
 }
 
 // headline is the envelope in three lines, in the document's words.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,12 @@ func demoRuns(n int) []string {
 func captureRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
-	return run(args), o.String(), e.String()
+	return runCLI(args, &o, &e), o.String(), e.String()
+}
+
+// runCLI runs one invocation on a fresh app, as main does.
+func runCLI(args []string, stdout, stderr io.Writer) int {
+	return run(newApp(stdout, stderr), args, stderr)
 }
 
 func TestBaselineCommand(t *testing.T) {

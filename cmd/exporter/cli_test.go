@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +152,40 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 	want := `candidates run-4.json, run-5.json against the envelope "` + env.Name + `" of run-1.json, run-2.json, run-3.json, run-4.json, run-5.json: no regression`
 	if len(lines) < 2 || lines[0] != want {
 		t.Errorf("first line %q, want %q (of %d lines)", lines[0], want, len(lines))
+	}
+}
+
+// Each invocation parses on a fresh app: flags and repeatable values of
+// one run do not carry over into the next.
+func TestNoFlagStateBetweenRuns(t *testing.T) {
+	file := filepath.Join("testdata", "runB-out.ndjson.gz")
+	code, so, se := captureRun(t, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
+	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
+		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)
+	}
+	code, so, se = captureRun(t, "summarize", file)
+	if code != 0 {
+		t.Fatalf("plain: exit %d: %s", code, se)
+	}
+	if strings.Contains(so, "method:GET") || strings.Contains(so, "p(99)=") {
+		t.Errorf("the first run's --submetric or --stats carried over:\n%s", so)
+	}
+	if n := strings.Count(so, file); n != 1 {
+		t.Errorf("the file is summarized %d times, want once:\n%s", n, so)
+	}
+}
+
+// failingWriter refuses every write, as a full disk or closed pipe does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A command whose output cannot be written exits 2 and says so.
+func TestOutputWriteFailure(t *testing.T) {
+	var e bytes.Buffer
+	env := filepath.Join("..", "..", "internal", "demo", "envelope.yaml")
+	code := runCLI([]string{"rules", "--envelope", env, "--out", t.TempDir()}, failingWriter{}, &e)
+	if code != 2 || e.String() != "exporter: writing output: no space left on device\n" {
+		t.Errorf("exit %d, stderr %q; want 2 and the write error", code, e.String())
 	}
 }

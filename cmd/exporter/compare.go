@@ -20,7 +20,8 @@ import (
 // compareStats are the trend stats compare reads from point files.
 var compareStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}
 
-func init() {
+// compareCommand adds `exporter compare`.
+func (c *cli) compareCommand(app *kingpin.Application) {
 	cmd := app.Command("compare", "Judge candidate runs against an envelope (exit 0: no regression, 1: regression, 2: bad input), or fit the Universal Scalability Law to runs at several load levels (--scaling).")
 	envPath := cmd.Flag("envelope", "Baseline envelope file.").ExistingFile()
 	tolerance := cmd.Flag("tolerance", "Override the envelope's tolerance: a latency rise and throughput drop (10%, 0.1), or latency=10%,throughput=5%,errors=0.1%.").String()
@@ -36,16 +37,9 @@ func init() {
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
-		// kingpin keeps values between parses (tests parse many times):
-		// leave the flags as a fresh parse would find them.
-		defer func() {
-			*skip, skipSet = 0, false
-			*envPath, *tolerance, *confidence, *method, *allow = "", "", 0, "welch", false
-			*scaling, *levels, *unit, *eff, *chartDir, *format, *files = false, "", "VUs", 0.8, "charts", "text", nil
-		}()
+	cmd.Action(c.action(func() error {
 		if *scaling {
-			return runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
+			return c.runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
 		}
 		if *envPath == "" {
 			return withCode(2, errors.New("compare: give --envelope E, or --scaling"))
@@ -77,10 +71,10 @@ func init() {
 			return withCode(2, err)
 		}
 		if *format == "json" {
-			err = res.WriteJSON(stdout)
+			err = res.WriteJSON(c.stdout)
 		} else {
-			fmt.Fprintln(stdout, windowLine(opts.SkipWarmup, skipSet))
-			err = res.WriteText(stdout)
+			c.println(windowLine(opts.SkipWarmup, skipSet))
+			err = res.WriteText(c.stdout)
 		}
 		if err != nil {
 			return err
@@ -89,26 +83,27 @@ func init() {
 			return withCode(codeRegression, nil)
 		}
 		return nil
-	})
+	}))
+}
 
-	registerDemoStep(35, "compare", func(_ context.Context, d *demoEnv) error {
-		env, err := demo.Envelope()
-		if err != nil {
-			return err
-		}
-		in, err := demo.Inputs()
-		if err != nil {
-			return err
-		}
-		lines, err := demoCompareLines(env, in)
-		if err != nil {
-			return err
-		}
-		for _, l := range lines {
-			fmt.Fprintf(stdout, "compare: %s\n", l)
-		}
-		return nil
-	})
+// demoCompare prints the verdict on the last two sample runs.
+func demoCompare(_ context.Context, d *demoEnv) error {
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	in, err := demo.Inputs()
+	if err != nil {
+		return err
+	}
+	lines, err := demoCompareLines(env, in)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		d.printf("compare: %s\n", l)
+	}
+	return nil
 }
 
 // demoCompareLines judges the last two sample runs against the envelope
@@ -230,7 +225,7 @@ func parseTolerance(s string) (envelope.Tolerance, error) {
 	return t, nil
 }
 
-func runScaling(files []string, levels, unit string, eff float64, chartDir, format string) error {
+func (c *cli) runScaling(files []string, levels, unit string, eff float64, chartDir, format string) error {
 	var lv []float64
 	if levels != "" {
 		for _, p := range strings.Split(levels, ",") {
@@ -268,9 +263,9 @@ func runScaling(files []string, levels, unit string, eff float64, chartDir, form
 		return withCode(2, err)
 	}
 	if format == "json" {
-		err = s.WriteJSON(stdout)
+		err = s.WriteJSON(c.stdout)
 	} else {
-		err = s.WriteText(stdout)
+		err = s.WriteText(c.stdout)
 	}
 	if err != nil {
 		return err
@@ -281,7 +276,7 @@ func runScaling(files []string, levels, unit string, eff float64, chartDir, form
 			return err
 		}
 		if format == "text" {
-			fmt.Fprintf(stdout, "chart: %s, %s\n", filepath.Join(filepath.Dir(chartDir), ps.Light), filepath.Join(filepath.Dir(chartDir), ps.Dark))
+			c.printf("chart: %s, %s\n", filepath.Join(filepath.Dir(chartDir), ps.Light), filepath.Join(filepath.Dir(chartDir), ps.Dark))
 		}
 	}
 	return nil

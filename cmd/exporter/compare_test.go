@@ -16,9 +16,7 @@ import (
 func cmpRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var o, e bytes.Buffer
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
-	return run(args), o.String(), e.String()
+	return runCLI(args, &o, &e), o.String(), e.String()
 }
 
 func cmpDemoRun(i int) string {

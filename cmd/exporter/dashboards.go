@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path/filepath"
 
@@ -13,11 +12,12 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-func init() {
+// dashboardsCommand adds `exporter dashboards`.
+func (c *cli) dashboardsCommand(app *kingpin.Application) {
 	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed threshold lines at its band edges.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose band edges become fixed thresholds.").String()
 	out := cmd.Flag("out", "Folder to write the dashboard JSON files into.").Default("dashboards").String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		var opts dashboards.Options
 		if *envPath != "" {
 			env, err := envelope.ReadFile(*envPath)
@@ -31,28 +31,28 @@ func init() {
 			return err
 		}
 		for _, p := range paths {
-			fmt.Fprintln(stdout, p)
+			c.println(p)
 		}
 		return nil
-	})
+	}))
+}
 
-	// The demo's dashboards carry the demo envelope's band edges as fixed
-	// thresholds when the baseline step (order 20) wrote it.
-	registerDemoStep(40, "dashboards", func(_ context.Context, d *demoEnv) error {
-		var opts dashboards.Options
-		what := "envelope bands from the exporter's gauges"
-		if env, err := envelope.ReadFile(filepath.Join(d.Dir, "envelope.yaml")); err == nil {
-			opts.Envelope = env
-			what += ", thresholds from envelope.yaml"
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		dir := filepath.Join(d.Dir, "dashboards")
-		paths, err := dashboards.WriteDir(dir, opts)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "dashboards: %d Grafana dashboards in %s (%s)\n", len(paths), dir, what)
-		return nil
-	})
+// demoDashboards writes the dashboards; they carry the demo envelope's
+// band edges as fixed thresholds when the baseline step wrote it.
+func demoDashboards(_ context.Context, d *demoEnv) error {
+	var opts dashboards.Options
+	what := "envelope bands from the exporter's gauges"
+	if env, err := envelope.ReadFile(filepath.Join(d.Dir, "envelope.yaml")); err == nil {
+		opts.Envelope = env
+		what += ", thresholds from envelope.yaml"
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir := filepath.Join(d.Dir, "dashboards")
+	paths, err := dashboards.WriteDir(dir, opts)
+	if err != nil {
+		return err
+	}
+	d.printf("dashboards: %d Grafana dashboards in %s (%s)\n", len(paths), dir, what)
+	return nil
 }

@@ -6,40 +6,49 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 )
 
-// A demoStep is one part of `exporter demo`, registered by the file that
-// owns the capability. Steps run in order; each writes into dir and may
-// print a line about what it did.
+// A demoStep is one part of `exporter demo`. Each writes into the output
+// folder and may print a line about what it did.
 type demoStep struct {
-	order int
-	name  string
-	run   func(ctx context.Context, d *demoEnv) error
+	name string
+	does string // the step in the command's help, which must name it
+	run  func(ctx context.Context, d *demoEnv) error
 }
 
-// demoEnv is what steps share.
+// demoEnv is what steps share: the invocation's writers and logger, and
+// the demo's flags.
 type demoEnv struct {
+	*cli
 	Dir   string // output folder
 	Serve bool   // false with --no-serve: steps must not block
 	Addr  string // listen address for the serving step
 }
 
-var demoSteps []demoStep
-
-func registerDemoStep(order int, name string, run func(ctx context.Context, d *demoEnv) error) {
-	demoSteps = append(demoSteps, demoStep{order, name, run})
+// demoSteps are the demo's steps in the order they run. Later steps read
+// what earlier ones wrote: dashboards take their thresholds from the
+// envelope file, backtest reads the rule files, and serve replays the
+// simulated runs backtest wrote.
+var demoSteps = []demoStep{
+	{"summarize", "summarize them", demoSummarize},
+	{"baseline", "derive the envelope and its report", demoBaseline},
+	{"rules", "write rules", demoRules},
+	{"compare", "compare runs", demoCompare},
+	{"dashboards", "dashboards", demoDashboards},
+	{"backtest", "backtest a simulated baseline and a regressed run against the rules", demoBacktest},
+	{"serve", "serve the envelope and the simulated run until interrupted", demoServe},
 }
 
-func init() {
+// demoCommand adds `exporter demo`.
+func (c *cli) demoCommand(app *kingpin.Application) {
 	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
 	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		out := *dir
 		if out == "" {
 			var err error
@@ -50,16 +59,15 @@ func init() {
 			return err
 		}
 		abs, _ := filepath.Abs(out)
-		fmt.Fprintf(stdout, "demo output folder: %s\n", abs)
+		c.printf("demo output folder: %s\n", abs)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		sort.SliceStable(demoSteps, func(i, j int) bool { return demoSteps[i].order < demoSteps[j].order })
-		env := &demoEnv{Dir: abs, Serve: *serve, Addr: *addr}
+		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr}
 		for _, s := range demoSteps {
 			if err := s.run(ctx, env); err != nil {
 				return fmt.Errorf("demo %s: %w", s.name, err)
 			}
 		}
 		return nil
-	})
+	}))
 }

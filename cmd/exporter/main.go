@@ -2,7 +2,8 @@
 // performance envelopes, serves Prometheus series and generates the rules
 // and dashboards that judge later runs against an envelope.
 //
-// Each subcommand lives in its own file and registers itself in init.
+// newApp builds the whole command line in one place; each subcommand
+// lives in its own file as a function that adds it to the app.
 package main
 
 import (
@@ -21,15 +22,51 @@ import (
 	"github.com/prometheus/common/version"
 )
 
-var (
-	app = kingpin.New("exporter",
-		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
-	logConfig = &promslog.Config{}
+// cli is one invocation's state: where commands write and how they log.
+// Each command's flags live in locals of the function that adds it, so
+// a fresh app parses from a clean slate.
+type cli struct {
+	out            *output // stdout, remembering a failed write
+	stdout, stderr io.Writer
+	logConfig      *promslog.Config
+}
 
-	// Where commands write; tests swap them.
-	stdout io.Writer = os.Stdout
-	stderr io.Writer = os.Stderr
-)
+// output is an invocation's stdout. It keeps the first write error, so a
+// command whose output could not be written (a full disk, a closed pipe)
+// fails instead of exiting 0.
+type output struct {
+	w   io.Writer
+	err error
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// print, printf and println write to stdout; the action fails if a write
+// did.
+func (c *cli) print(a ...any)                 { _, _ = fmt.Fprint(c.stdout, a...) }
+func (c *cli) printf(format string, a ...any) { _, _ = fmt.Fprintf(c.stdout, format, a...) }
+func (c *cli) println(a ...any)               { _, _ = fmt.Fprintln(c.stdout, a...) }
+
+// action is a command's action that ends with exit code 2 when the
+// command's output could not be written.
+func (c *cli) action(run func() error) kingpin.Action {
+	return func(*kingpin.ParseContext) error {
+		err := run()
+		if err == nil && c.out.err != nil {
+			return withCode(codeError, fmt.Errorf("writing output: %w", c.out.err))
+		}
+		return err
+	}
+}
 
 // exitError carries a process exit code (compare exits 1 on a regression).
 type exitError struct {
@@ -46,23 +83,54 @@ func withCode(code int, err error) error { return &exitError{code: code, err: er
 // defaultPort sits outside the 9100-9999 range most exporters take.
 const defaultPort = "19466"
 
+// The version a build without -ldflags reports; set before any app is
+// built, so concurrent apps only read it.
 func init() {
 	if version.Version == "" {
 		version.Version = "0.1.0-dev"
 	}
-	app.Version(version.Print("exporter"))
-	app.HelpFlag.Short('h')
-	promslogflag.AddFlags(app, logConfig)
 }
 
-// logger builds the process logger from --log.level and --log.format.
-func logger() *slog.Logger {
-	logConfig.Writer = stderr
-	return promslog.New(logConfig)
+// newApp builds the command line: every command and flag, writing to
+// stdout and stderr. Help and version go to stdout (asked for, so
+// output); errors and the usage that follows a usage error go to stderr.
+func newApp(stdout, stderr io.Writer) *kingpin.Application {
+	out := &output{w: stdout}
+	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
+	app := kingpin.New("exporter",
+		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
+	app.Version(version.Print("exporter"))
+	app.HelpFlag.Short('h')
+	app.UsageWriter(stdout)
+	app.ErrorWriter(stderr)
+	promslogflag.AddFlags(app, c.logConfig)
+	// Commands in the order help lists them.
+	for _, add := range []func(*kingpin.Application){
+		c.serveCommand,
+		c.backtestCommand,
+		c.baselineCommand,
+		c.compareCommand,
+		c.dashboardsCommand,
+		c.demoCommand,
+		c.ecsCommand,
+		c.reportCommand,
+		c.rulesCommand,
+		c.simulateCommand,
+		c.stackCommand,
+		c.summarizeCommand,
+	} {
+		add(app)
+	}
+	return app
+}
+
+// logger builds the logger from --log.level and --log.format.
+func (c *cli) logger() *slog.Logger {
+	return promslog.New(c.logConfig)
 }
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(newApp(os.Stdout, os.Stderr), os.Args[1:], os.Stderr))
 }
 
 // Exit codes, one policy for every command: 0 success; 1 the judged runs
@@ -78,11 +146,9 @@ const (
 // a version, so run returns it instead of the process exiting.
 type terminated int
 
-func run(args []string) (code int) {
-	// Help and version go to stdout (asked for, so output); errors and the
-	// usage that follows a usage error go to stderr.
-	app.UsageWriter(stdout)
-	app.ErrorWriter(stderr)
+// run parses args with app and applies the exit-code policy; stderr
+// gets the error messages (the app's own writer for everything else).
+func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 	app.Terminate(func(status int) { panic(terminated(status)) })
 	defer func() {
 		if r := recover(); r != nil {
@@ -93,11 +159,11 @@ func run(args []string) (code int) {
 			code = int(t)
 		}
 	}()
-	if missingCommand(args) {
+	if missingCommand(app, args) {
 		app.UsageWriter(stderr)
-		defer app.UsageWriter(stdout)
 		ctx, _ := app.ParseContext(args)
-		fmt.Fprintln(stderr, "exporter: error: a command is required")
+		// Nothing is left to report a failed write of an error to.
+		_, _ = fmt.Fprintln(stderr, "exporter: error: a command is required")
 		_ = app.UsageForContext(ctx)
 		return codeError
 	}
@@ -113,13 +179,13 @@ func run(args []string) (code int) {
 			return code
 		}
 	}
-	fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
+	_, _ = fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
 	return code
 }
 
 // missingCommand reports whether args name no command, or a command
 // group (such as ecs) without one of its commands, and ask for no help.
-func missingCommand(args []string) bool {
+func missingCommand(app *kingpin.Application, args []string) bool {
 	ctx, err := app.ParseContext(args)
 	if err != nil || ctx == nil {
 		return false

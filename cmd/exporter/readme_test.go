@@ -188,10 +188,8 @@ func readmeServe(t *testing.T, args []string) {
 	t.Helper()
 	var e lockedBuffer
 	var o bytes.Buffer
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
 	code := make(chan int, 1)
-	go func() { code <- run(append(args, "--web.listen-address=127.0.0.1:0")) }()
+	go func() { code <- runCLI(append(args, "--web.listen-address=127.0.0.1:0"), &o, &e) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(e.String(), "replayed results") {
 		select {
@@ -204,7 +202,9 @@ func readmeServe(t *testing.T, args []string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case c := <-code:
 		if c != 0 {

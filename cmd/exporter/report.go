@@ -15,7 +15,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/report"
 )
 
-func init() {
+// reportCommand adds `exporter report`.
+func (c *cli) reportCommand(app *kingpin.Application) {
 	cmd := app.Command("report", "Write a report: the envelope report (--envelope), or the per-endpoint stage report of one run's points (FILE with --k6-options or --stages).")
 	envPath := cmd.Flag("envelope", "Envelope file: write its Markdown report with charts.").ExistingFile()
 	optsPath := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the executor and the stage windows.").ExistingFile()
@@ -31,13 +32,7 @@ func init() {
 	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it). Default report.md; for --format json, stdout. - for stdout.").String()
 	format := cmd.Flag("format", choices("Stage report format.", "markdown", "json")).Default("markdown").Enum("markdown", "json")
 	file := cmd.Arg("FILE", "k6 point file of one run (--out json NDJSON, optionally .gz, or --out csv).").String()
-	cmd.Action(func(*kingpin.ParseContext) error {
-		// kingpin keeps values between parses (tests parse many times):
-		// leave the flags as a fresh parse would find them.
-		defer func() {
-			*envPath, *optsPath, *scenario, *stages, *groupBy, *baseline = "", "", "", "", "name", ""
-			*batchMetric, *batchTag, *status, *start, *params, *out, *format, *file = "", "", "200", "", "", "", "markdown", ""
-		}()
+	cmd.Action(c.action(func() error {
 		if *envPath != "" {
 			if *file != "" {
 				return withCode(2, errors.New("give either --envelope or a run FILE, not both"))
@@ -53,7 +48,7 @@ func init() {
 			if err := report.WriteEnvelopeReport(env, md); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "envelope report: %s\n", md)
+			c.printf("envelope report: %s\n", md)
 			return nil
 		}
 		if *file == "" {
@@ -99,25 +94,25 @@ func init() {
 		if err != nil {
 			return withCode(2, fmt.Errorf("%s: %w", *file, err))
 		}
-		log := logger()
+		log := c.logger()
 		for _, w := range r.Warnings {
 			log.Warn(w)
 		}
 		switch {
 		case *format == "json" && (*out == "" || *out == "-"):
-			return r.WriteJSON(stdout)
+			return r.WriteJSON(c.stdout)
 		case *format == "json":
 			f, err := os.Create(*out)
 			if err != nil {
 				return err
 			}
 			if err := r.WriteJSON(f); err != nil {
-				f.Close()
+				_ = f.Close() // the write error is the one to report
 				return err
 			}
 			return f.Close()
 		case *out == "-":
-			return r.WriteMarkdown(stdout)
+			return r.WriteMarkdown(c.stdout)
 		}
 		md := *out
 		if md == "" {
@@ -126,9 +121,9 @@ func init() {
 		if err := report.WriteStageReport(r, md); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
+		c.printf("stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
 		return nil
-	})
+	}))
 }
 
 // parseStart reads --start: RFC 3339 or Unix seconds.

@@ -14,7 +14,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
-func init() {
+// rulesCommand adds `exporter rules`.
+func (c *cli) rulesCommand(app *kingpin.Application) {
 	cmd := app.Command("rules", "Generate the recording and alerting rules that encode an envelope, with their promtool unit tests, or the Prometheus Operator PrometheusRule resource.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON).").Required().String()
 	out := cmd.Flag("out", "Folder to write the rule files into.").Default("rules").String()
@@ -22,7 +23,7 @@ func init() {
 	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
 	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
 	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels, ",")).String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -32,7 +33,7 @@ func init() {
 		o.TopologyLabels = []string{}
 		for _, l := range strings.Split(*topo, ",") {
 			if l = strings.TrimSpace(l); l != "" {
-				if !model.LabelName(l).IsValidLegacy() {
+				if !model.LegacyValidation.IsValidLabelName(l) {
 					return withCode(2, fmt.Errorf("--topology-labels: %q is not a label name", l))
 				}
 				o.TopologyLabels = append(o.TopologyLabels, l)
@@ -47,31 +48,32 @@ func init() {
 			return withCode(2, err)
 		}
 		for _, p := range paths {
-			fmt.Fprintln(stdout, p)
+			c.println(p)
 		}
 		return nil
-	})
+	}))
+}
 
-	registerDemoStep(30, "rules", func(_ context.Context, d *demoEnv) error {
-		env, err := demo.Envelope()
-		if err != nil {
-			return err
-		}
-		dir := filepath.Join(d.Dir, "rules")
-		paths, err := rules.WriteDir(dir, env, rules.DefaultOptions())
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
-		second, err := demo.SecondEnvelope()
-		if err != nil {
-			return err
-		}
-		dir2 := filepath.Join(dir, second.Name)
-		if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
-		return nil
-	})
+// demoRules writes the rules of both demo envelopes.
+func demoRules(_ context.Context, d *demoEnv) error {
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(d.Dir, "rules")
+	paths, err := rules.WriteDir(dir, env, rules.DefaultOptions())
+	if err != nil {
+		return err
+	}
+	d.printf("rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+	second, err := demo.SecondEnvelope()
+	if err != nil {
+		return err
+	}
+	dir2 := filepath.Join(dir, second.Name)
+	if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
+		return err
+	}
+	d.printf("rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
+	return nil
 }

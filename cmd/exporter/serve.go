@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"golang.org/x/sync/errgroup"
@@ -24,15 +23,9 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
-// serveCmd is exported to other files of this package so they can add
-// flags (ECS, CloudWatch) and collectors (serveCollectors) in init.
-var (
-	serveCmd        = app.Command("serve", "Serve k6 series (followed NDJSON, OTLP pushed by k6, finished result files) and envelope gauges on /metrics.")
-	serveCollectors []func() (exporterCollector, error)
-)
-
-func init() {
-	cmd := serveCmd
+// serveCommand adds `exporter serve`.
+func (c *cli) serveCommand(app *kingpin.Application) {
+	cmd := app.Command("serve", "Serve k6 series (followed NDJSON, OTLP pushed by k6, finished result files) and envelope gauges on /metrics.")
 	webFlags := kingpinflag.AddFlags(cmd, ":"+defaultPort)
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
@@ -56,15 +49,13 @@ func init() {
 	pushEndpoint := cmd.Flag("otlp.push-endpoint", "OpenTelemetry collector OTLP/HTTP endpoint (host:port or URL) to push the k6 and envelope series to.").String()
 	pushInterval := cmd.Flag("otlp.push-interval", "Interval of the OTLP push.").Default("15s").Duration()
 	pushInsecure := cmd.Flag("otlp.push-insecure", "Push over plain HTTP.").Bool()
+	collectors := c.serveCollectorFlags(cmd)
 
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
 			*follow = "-"
 		}
-		// kingpin keeps repeatable values between parses (tests parse
-		// many times).
-		defer func() { *results, *envFiles = nil, nil }()
 		// Know each result file's format before replaying it: a summary
 		// file must fail with one clear error, not first with line noise.
 		for _, f := range *results {
@@ -72,7 +63,7 @@ func init() {
 				return withCode(2, fmt.Errorf("--k6.results: %w", err))
 			}
 		}
-		log := logger()
+		log := c.logger()
 		log.Info("Starting envelope exporter", "version", version.Info())
 		log.Info("Build context", "build_context", version.BuildContext())
 		cfg := exporter.Config{
@@ -113,13 +104,13 @@ func init() {
 			return withCode(2, err)
 		}
 		cfg.Envelopes = envs
-		for _, mk := range serveCollectors {
-			c, err := mk()
+		for _, mk := range collectors {
+			col, err := mk()
 			if err != nil {
 				return withCode(2, err)
 			}
-			if c != nil {
-				cfg.Collectors = append(cfg.Collectors, c)
+			if col != nil {
+				cfg.Collectors = append(cfg.Collectors, col)
 			}
 		}
 		srv, err := exporter.New(cfg)
@@ -128,39 +119,38 @@ func init() {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
-	})
-
-	registerDemoStep(90, "serve", func(ctx context.Context, d *demoEnv) error {
-		if !d.Serve {
-			return nil
-		}
-		env, err := demo.Envelope()
-		if err != nil {
-			return err
-		}
-		second, err := demo.SecondEnvelope()
-		if err != nil {
-			return err
-		}
-		srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
-			Logger: logger(), ListenAddresses: []string{d.Addr}})
-		if err != nil {
-			return err
-		}
-		// Point files the demo wrote (simulated runs), when there are any.
-		files, _ := filepath.Glob(filepath.Join(d.Dir, "*.ndjson*"))
-		host := d.Addr
-		if strings.HasPrefix(host, ":") {
-			host = "localhost" + host
-		}
-		fmt.Fprintf(stdout, "serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
-		return serve(ctx, srv, serveInputs{results: files})
-	})
+		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
+	}))
 }
 
-// exporterCollector is what serveCollectors return.
-type exporterCollector = prometheus.Collector
+// demoServe serves both demo envelopes and the simulated runs until
+// interrupted, unless --no-serve.
+func demoServe(ctx context.Context, d *demoEnv) error {
+	if !d.Serve {
+		return nil
+	}
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	second, err := demo.SecondEnvelope()
+	if err != nil {
+		return err
+	}
+	srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
+		Logger: d.logger(), ListenAddresses: []string{d.Addr}})
+	if err != nil {
+		return err
+	}
+	// Point files the demo wrote (simulated runs), when there are any.
+	files, _ := filepath.Glob(filepath.Join(d.Dir, "*.ndjson*"))
+	host := d.Addr
+	if strings.HasPrefix(host, ":") {
+		host = "localhost" + host
+	}
+	d.printf("serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
+	return d.serve(ctx, srv, serveInputs{results: files})
+}
 
 type serveInputs struct {
 	results      []string
@@ -172,8 +162,8 @@ type serveInputs struct {
 
 // serve replays the finished files (not ready until done), follows the
 // live file, pushes over OTLP if asked, and serves until ctx ends.
-func serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
-	log := logger()
+func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
+	log := c.logger()
 	g, ctx := errgroup.WithContext(ctx)
 	srv.SetReady(len(in.results) == 0)
 	g.Go(func() error { return srv.Run(ctx) })

@@ -34,15 +34,13 @@ func (l *lockedBuffer) String() string {
 func TestServeStdinAndShutdown(t *testing.T) {
 	var e lockedBuffer
 	var o bytes.Buffer
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
 	results := filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")
 	code := make(chan int, 1)
 	go func() {
-		code <- run([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results})
+		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results}, &o, &e)
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !(strings.Contains(e.String(), "stdin closed") && strings.Contains(e.String(), "replayed results")) {
+	for !strings.Contains(e.String(), "stdin closed") || !strings.Contains(e.String(), "replayed results") {
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not read stdin and the results:\n%s", e.String())
 		}
@@ -51,7 +49,9 @@ func TestServeStdinAndShutdown(t *testing.T) {
 	if !strings.Contains(e.String(), "points=1966") {
 		t.Errorf("replay log lacks the point count:\n%s", e.String())
 	}
-	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case c := <-code:
 		if c != 0 {
@@ -64,15 +64,13 @@ func TestServeStdinAndShutdown(t *testing.T) {
 
 func TestServeBadFlags(t *testing.T) {
 	var o, e bytes.Buffer
-	stdout, stderr = &o, &e
-	defer func() { stdout, stderr = os.Stdout, os.Stderr }()
 	for _, args := range [][]string{
 		{"serve", "--envelope", "no-such-envelope.yaml"},
 		{"serve", "--k6.allow-tag", "bad-label"},
 		{"serve", "--web.telemetry-path", "/v1/metrics"},
 	} {
 		e.Reset()
-		if c := run(args); c != 2 {
+		if c := runCLI(args, &o, &e); c != 2 {
 			t.Errorf("%v: exit %d, want 2 (%s)", args, c, e.String())
 		}
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
 
-func init() {
+// simulateCommand adds `exporter simulate`.
+func (c *cli) simulateCommand(app *kingpin.Application) {
 	cmd := app.Command("simulate", "Write a k6-shaped NDJSON run (--out json shape) consistent with an envelope, optionally with an injected regression.")
 	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON).").Required().String()
 	dur := cmd.Flag("duration", "Length of the simulated run.").Default("6m").Duration()
@@ -21,7 +22,7 @@ func init() {
 	tf := cmd.Flag("throughput-factor", "Multiply the request and iteration rates.").Default("1").Float64()
 	testid := cmd.Flag("testid", "testid tag of every point (default simulated-SEED).").String()
 	out := cmd.Flag("out", "File to write; .gz compresses.").Required().String()
-	cmd.Action(func(*kingpin.ParseContext) error {
+	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
 			return withCode(2, err)
@@ -43,7 +44,7 @@ func init() {
 		if err := simulate.WriteFile(*out, env, o); err != nil {
 			return withCode(2, err)
 		}
-		fmt.Fprintln(stdout, *out)
+		c.println(*out)
 		return nil
-	})
+	}))
 }

@@ -23,8 +23,9 @@ import (
 	"github.com/envelope-dev/envelope/internal/stack"
 )
 
-// `exporter stack`: the compose stack on loopback without containers.
-func init() {
+// stackCommand adds `exporter stack`: the compose stack on loopback
+// without containers.
+func (c *cli) stackCommand(app *kingpin.Application) {
 	cmd := app.Command("stack", "Run the exporter, Prometheus (with the envelope's rules) and Alertmanager on loopback, wired as the compose stack, replaying a simulated run of the demo envelope live; prints the URLs and runs until interrupted.")
 	dir := cmd.Flag("dir", "Folder for the configs, rules, simulated run, TSDB and logs (default: a new temporary folder, removed on exit).").Default("").String()
 	envFile := cmd.Flag("envelope", "Envelope file to serve and derive the rules from (default: the embedded demo envelope).").Default("").String()
@@ -41,8 +42,8 @@ func init() {
 	promAddr := cmd.Flag("prometheus.listen-address", "Prometheus address.").Default("127.0.0.1:9090").String()
 	amAddr := cmd.Flag("alertmanager.listen-address", "Alertmanager address.").Default("127.0.0.1:9093").String()
 
-	cmd.Action(func(*kingpin.ParseContext) error {
-		log := logger()
+	cmd.Action(c.action(func() error {
+		log := c.logger()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 
@@ -59,7 +60,11 @@ func init() {
 			if work, err = os.MkdirTemp("", "envelope-stack-"); err != nil {
 				return err
 			}
-			defer os.RemoveAll(work)
+			defer func() {
+				if err := os.RemoveAll(work); err != nil {
+					log.Warn("temporary folder left behind", "dir", work, "err", err)
+				}
+			}()
 		} else if err := os.MkdirAll(work, 0o755); err != nil {
 			return err
 		}
@@ -84,13 +89,13 @@ func init() {
 				return withCode(2, err)
 			}
 			amBin = ""
-			fmt.Fprintln(stdout, "alertmanager: not found, running without it (alerts still show in Prometheus); pass --alertmanager.path to add it")
+			c.println("alertmanager: not found, running without it (alerts still show in Prometheus); pass --alertmanager.path to add it")
 		}
 
 		replay := *results
 		if len(replay) == 0 && *follow == "" {
 			run := filepath.Join(work, "simulated-run.ndjson.gz")
-			fmt.Fprintf(stdout, "simulating a 6-minute run of envelope %q into %s\n", env.Name, run)
+			c.printf("simulating a 6-minute run of envelope %q into %s\n", env.Name, run)
 			if err := simulate.WriteFile(run, env, simulate.Options{
 				Duration: 6 * time.Minute, Seed: *seed, TestID: "stack-demo",
 				LatencyFactor: factors, ErrorRate: *errRate, ThroughputFactor: 1,
@@ -117,14 +122,16 @@ func init() {
 		if err != nil {
 			return err
 		}
-		defer st.Close()
+		// Interrupted, the stack is closed below and its error returned;
+		// on the other paths the command already fails.
+		defer func() { _ = st.Close() }()
 
-		fmt.Fprintf(stdout, "exporter:     %s/metrics\n", st.ExporterURLs[0])
-		fmt.Fprintf(stdout, "prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
+		c.printf("exporter:     %s/metrics\n", st.ExporterURLs[0])
+		c.printf("prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
 		if st.AlertmanagerURL != "" {
-			fmt.Fprintf(stdout, "alertmanager: %s\n", st.AlertmanagerURL)
+			c.printf("alertmanager: %s\n", st.AlertmanagerURL)
 		}
-		fmt.Fprintf(stdout, "folder:       %s (configs and logs)\nCtrl-C to stop.\n", work)
+		c.printf("folder:       %s (configs and logs)\nCtrl-C to stop.\n", work)
 
 		errc := make(chan error, len(replay)+1)
 		for _, f := range replay {
@@ -145,14 +152,14 @@ func init() {
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(stdout, "stopping")
+			c.println("stopping")
 			return st.Close()
 		case <-st.Done():
 			return fmt.Errorf("a stack process exited; see the logs in %s", work)
 		case err := <-errc:
 			return err
 		}
-	})
+	}))
 }
 
 func stackEnvelope(path string) (*envelope.Envelope, error) {
@@ -195,7 +202,7 @@ func prometheusLinks(ctx context.Context, base string) string {
 	if err != nil {
 		return ui
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is read
 	if resp.StatusCode == http.StatusOK {
 		return ui
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 )
@@ -46,13 +45,10 @@ func TestStackBadInput(t *testing.T) {
 	}{
 		{[]string{"stack", "--envelope", "no-such-envelope.yaml"}, "no-such-envelope.yaml"},
 		{[]string{"stack", "--dir", t.TempDir(), "--prometheus.path", "/nonexistent/prometheus"}, "/nonexistent/prometheus"},
-		// Last: kingpin keeps repeatable flags' values between parses.
 		{[]string{"stack", "--dir", t.TempDir(), "--simulate.latency-factor", "auth_login"}, "ENDPOINT=FACTOR"},
 	} {
 		var o, e bytes.Buffer
-		stdout, stderr = &o, &e
-		code := run(c.args)
-		stdout, stderr = os.Stdout, os.Stderr
+		code := runCLI(c.args, &o, &e)
 		if code != 2 || !strings.Contains(e.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and a message naming %q", c.args, code, e.String(), c.want)
 		}

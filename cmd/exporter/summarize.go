@@ -8,7 +8,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
-func init() {
+// summarizeCommand adds `exporter summarize`.
+func (c *cli) summarizeCommand(app *kingpin.Application) {
 	cmd := app.Command("summarize", "Load k6 results of any format (summary JSON of every shape, NDJSON, CSV; .gz; - for stdin) and print k6's end-of-test statistics per metric and sub-metric.")
 	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
 	statsList := cmd.Flag("stats", "Trend stats to show, as k6's --summary-trend-stats (avg,min,med,max,count,p(N)). Default: avg,min,med,max,p(90),p(95); summary files show the stats they hold.").String()
@@ -21,13 +22,7 @@ func init() {
 	lenient := cmd.Flag("lenient", "Skip bad lines, count them and report the count instead of failing.").Bool()
 	subs := cmd.Flag("submetric", "Extra sub-metric to compute from point streams, e.g. 'http_req_duration{name:home}' (repeatable).").Strings()
 	files := cmd.Arg("file", "k6 result files; - reads stdin.").Required().Strings()
-	cmd.Action(func(*kingpin.ParseContext) error {
-		// kingpin keeps values between parses (tests parse many times):
-		// clear the ones without defaults and the repeatable ones.
-		defer func() {
-			*statsList, *groupBy, *lenient, *subs, *files = "", "", false, nil, nil
-			*skip, *from, *to = 0, 0, 0
-		}()
+	cmd.Action(c.action(func() error {
 		var stats []string
 		if *statsList != "" {
 			var err error
@@ -46,8 +41,8 @@ func init() {
 			Lenient:      *lenient,
 			Submetrics:   *subs,
 		}
-		if stderr == os.Stderr && isTerminal(os.Stderr) {
-			opts.Progress = stderr
+		if f, ok := c.stderr.(*os.File); ok && isTerminal(f) {
+			opts.Progress = c.stderr
 		}
 		var runs []*k6.Run
 		for _, f := range *files {
@@ -59,16 +54,16 @@ func init() {
 				return withCode(2, err)
 			}
 			if r.Skipped > 0 {
-				logger().Warn("skipped bad lines", "file", f, "count", r.Skipped)
+				c.logger().Warn("skipped bad lines", "file", f, "count", r.Skipped)
 			}
-			warnIgnoredWindow(r, f, opts)
+			c.warnIgnoredWindow(r, f, opts)
 			runs = append(runs, r)
 		}
 		if *format == "json" {
-			return k6.WriteJSON(stdout, runs, stats)
+			return k6.WriteJSON(c.stdout, runs, stats)
 		}
-		return k6.WriteText(stdout, runs, stats)
-	})
+		return k6.WriteText(c.stdout, runs, stats)
+	}))
 }
 
 // isTerminal reports whether f is a character device (a terminal).
@@ -81,18 +76,18 @@ func isTerminal(f *os.File) bool {
 // so an empty table or ungrouped numbers are not taken for a result: summary
 // files hold no samples to window or group, and a window past the end of a
 // point stream keeps nothing.
-func warnIgnoredWindow(r *k6.Run, file string, opts k6.LoadOptions) {
+func (c *cli) warnIgnoredWindow(r *k6.Run, file string, opts k6.LoadOptions) {
 	windowed := opts.SkipWarmup > 0 || opts.From > 0 || opts.To > 0
 	if r.Mode == k6.ModeSummary {
 		if windowed {
-			logger().Warn("--skip-warmup, --from and --to need a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
+			c.logger().Warn("--skip-warmup, --from and --to need a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
 		}
 		if opts.GroupBy != "" {
-			logger().Warn("--group-by needs a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
+			c.logger().Warn("--group-by needs a point stream (NDJSON or CSV); ignored for a summary file", "file", file)
 		}
 		return
 	}
 	if windowed && len(r.Metrics) == 0 {
-		logger().Warn("the window keeps no samples: it starts after the run's last sample", "file", file)
+		c.logger().Warn("the window keeps no samples: it starts after the run's last sample", "file", file)
 	}
 }

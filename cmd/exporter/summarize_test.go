@@ -108,7 +108,7 @@ func TestSummarizeStdin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only: closing loses nothing
 	old := os.Stdin
 	os.Stdin = f
 	defer func() { os.Stdin = old }()
