@@ -142,7 +142,7 @@ func demoBaseline(_ context.Context, d *demoEnv) error {
 	return nil
 }
 
-// headline is the envelope in three lines, in the document's words.
+// headline is the envelope in three lines, in the baseline report's words.
 // A band whose ends print alike (one run) is one figure, not "x–x".
 func headline(env *envelope.Envelope) string {
 	var b strings.Builder

@@ -27,7 +27,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 	tolerance := cmd.Flag("tolerance", "Override the envelope's tolerance: a latency rise and throughput drop (10%, 0.1), or latency=10%,throughput=5%,errors=0.1%.").String()
 	confidence := cmd.Flag("confidence", "Confidence of the intervals (default: the envelope's, else 0.95).").Float64()
 	method := cmd.Flag("method", choices("Interval method over runs: Welch t on log values, or a percentile bootstrap over runs.", "welch", "bootstrap")).Default("welch").Enum("welch", "bootstrap")
-	allow := cmd.Flag("allow-workload-change", "Accept candidates of another VU count or duration (a Phase 3 step).").Bool()
+	allow := cmd.Flag("allow-workload-change", "Accept candidates of another VU count or duration (a planned step beyond the baseline: more VUs, a longer run).").Bool()
 	scaling := cmd.Flag("scaling", "Fit the USL to the runs instead of comparing with an envelope.").Bool()
 	levels := cmd.Flag("levels", "Load level of each FILE in order (default: each run's peak VUs), e.g. 10,20,50.").String()
 	unit := cmd.Flag("level-unit", "Unit of the levels, for the sentences and chart.").Default("VUs").String()

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The JSON shape of the issue: runs[].source/format/duration_s/metrics with
+// The JSON shape consumers read: runs[].source/format/duration_s/metrics with
 // k6's stat names, sub-metrics by their k6 names, --stats honoured.
 func TestSummarizeJSON(t *testing.T) {
 	code, so, se := captureRun(t, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count",

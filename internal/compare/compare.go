@@ -1,5 +1,6 @@
 // Package compare judges candidate k6 runs against a baseline envelope
-// (the Phase 3 comparisons): for each headline and per-endpoint figure,
+// (comparisons of later runs, such as a step to more VUs or tasks, with
+// the baseline): for each headline and per-endpoint figure,
 // the change in percent with a confidence interval over runs, a verdict
 // against the envelope's tolerance, the minimum detectable change, and
 // Holm's control of the family-wise error across figures. It also fits
@@ -41,7 +42,7 @@ type Options struct {
 	// "bootstrap" (percentile bootstrap over runs).
 	Method string
 	// AllowWorkloadChange accepts candidates whose VUs, scenarios or
-	// duration differ from the envelope's (Phase 3 steps).
+	// duration differ from the envelope's (a planned step beyond the baseline).
 	AllowWorkloadChange bool
 	// Seed makes the bootstrap reproducible.
 	Seed uint64
@@ -102,7 +103,7 @@ type WorkloadError struct{ Differences []string }
 
 func (e *WorkloadError) Error() string {
 	return "candidate runs are a different workload than the envelope: " + strings.Join(e.Differences, "; ") +
-		" (compare like with like, or pass --allow-workload-change for a Phase 3 step)"
+		" (compare like with like, or pass --allow-workload-change for a planned step beyond the baseline)"
 }
 
 // Compare judges runs against env.

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 )
 
-// sentences writes the Phase 3 statements for the headline figures:
+// sentences writes the comparison statements for the headline figures:
 // "At 100 VUs, aggregate p95 rose 12.3% versus baseline (95% CI …)".
 func (r *Result) sentences() {
 	lead := ""

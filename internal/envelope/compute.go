@@ -55,7 +55,7 @@ const (
 var ErrNoRuns = errors.New("no runs given")
 
 // builtinTrends are k6's own trend metrics; every other trend is a custom
-// metric and becomes an endpoint band, as the document's "Actor GET",
+// metric and becomes an endpoint band, as the seed baseline report's "Actor GET",
 // "Auth login" and the rest are.
 var builtinTrends = map[string]bool{
 	"http_req_duration": true, "http_req_blocked": true, "http_req_connecting": true,
@@ -67,7 +67,7 @@ var builtinTrends = map[string]bool{
 	"browser_web_vital_inp": true, "browser_web_vital_lcp": true, "browser_web_vital_ttfb": true,
 }
 
-// Compute derives the envelope from repeated runs by the document's
+// Compute derives the envelope from repeated runs by the baseline
 // method: one value per run for throughput, iteration rate and requests
 // per iteration (mean, min, max, sample stddev, CV, 95% CI, minimum
 // detectable change); http_req_duration percentiles as bands (min and max
@@ -217,7 +217,7 @@ func spread(xs []float64, conf float64) Spread {
 }
 
 // round6 keeps six significant digits: the file stays readable and
-// byte-stable, and no figure the document quotes loses a digit.
+// byte-stable, and no figure the baseline report quotes loses a digit.
 func round6(x float64) float64 {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x

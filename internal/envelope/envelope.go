@@ -1,5 +1,5 @@
 // Package envelope derives a baseline performance envelope from repeated
-// k6 runs by the Phase 2 method (throughput spread, p95/p99 bands across
+// k6 runs by the baseline method (throughput spread, p95/p99 bands across
 // runs, zero errors, per-endpoint bands) and reads and writes the envelope
 // file that the rules, the exporter and the reports consume.
 package envelope

@@ -254,7 +254,7 @@ func TestFileRoundTrip(t *testing.T) {
 	}
 }
 
-// The issue names these JSON keys; consumers rely on them.
+// These JSON keys are documented in docs/envelope.md; consumers rely on them.
 func TestJSONKeys(t *testing.T) {
 	env, err := Compute(inputs(threeRuns()), Options{})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // saturation judges whether the runs were below saturation by the three
-// signs the document names: throughput degradation, latency inflation and
+// signs the baseline method names: throughput degradation, latency inflation and
 // error emergence. It says "below saturation" only when none is seen and
 // there were enough runs to see them, and gives the figures either way.
 func saturation(env *Envelope, in []Input) Saturation {

@@ -202,7 +202,7 @@ func TestStageReportBenchmarkLike(t *testing.T) {
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
-	// The issue's minimum JSON shape.
+	// The minimum JSON shape consumers read.
 	var shape struct {
 		Endpoints map[string]struct {
 			P95            *float64 `json:"p95"`

@@ -33,11 +33,11 @@ const (
 
 // Three envelopes' rules in one Prometheus, one exporter replaying three
 // runs told apart by their envelope tag: a baseline-like run for envelope
-// A, a run with failed requests for envelope B, and a Phase 3 run (more
+// A, a run with failed requests for envelope B, and a later-step run (more
 // throughput, more failures) for neither; the third envelope matches none.
 // Only B's alerts fire, only for
 // the regressed run; A's and B's recording rules both record, apart by
-// their envelope label; nothing concerns the Phase 3 run. The same rules
+// their envelope label; nothing concerns the later-step run. The same rules
 // evaluated by a second Prometheus fed by remote_write from a Prometheus
 // in agent mode fire the same alerts at the same time within one
 // evaluation interval. The exporter-health dashboard's "Exporters up"
@@ -233,11 +233,11 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 		summaries[name] = got
 		t.Logf("%s: alerts %v", name, got)
 
-		// The Phase 3 run's failures reached this Prometheus: the rules
+		// The later-step run's failures reached this Prometheus: the rules
 		// were silent on it because no envelope matches it, not for want
 		// of data.
 		if ss, err := p.Query(`sum(k6_http_req_failed_total{condition="nonzero", testid="phase3-100vu"}) > 0`); err != nil || len(ss) == 0 {
-			t.Errorf("%s: no failed requests of the Phase 3 run stored (%v)", name, err)
+			t.Errorf("%s: no failed requests of the later-step run stored (%v)", name, err)
 		}
 
 		// Both envelopes record, apart by their envelope label, and only
@@ -250,7 +250,7 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 		for _, s := range ss {
 			rec[s.Labels["envelope"]] = s.Labels["testid"]
 			if s.Labels["testid"] == "phase3-100vu" {
-				t.Errorf("%s: the Phase 3 run was recorded: %v", name, s.Labels)
+				t.Errorf("%s: the later-step run was recorded: %v", name, s.Labels)
 			}
 		}
 		if len(ss) != 2 || rec[envA.Name] != "baseline-a" || rec[envB.Name] != "regressed-b" {
