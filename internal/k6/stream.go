@@ -383,62 +383,6 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 	return run, nil
 }
 
-// runStart is k6's test start as far as a point stream shows it: k6 samples
-// vus once a second from the start, so the first vus sample less one second,
-// unless a sample is earlier still.
-func runStart(minT, vusT int64) int64 {
-	if vusT != math.MaxInt64 && vusT-1e9 < minT {
-		return vusT - 1e9
-	}
-	return minT
-}
-
-// noteDefs records the Metric lines of a chunk (copy on write: chunks
-// already dispatched keep their map).
-func noteDefs(data []byte, defs map[string]*MetricDef) map[string]*MetricDef {
-	copied := false
-	for off := 0; ; {
-		// 'M' is rare in k6 lines, so IndexByte finds candidates fast
-		// (searching for the quote first would stop on every string).
-		i := bytes.IndexByte(data[off:], 'M')
-		if i < 0 {
-			return defs
-		}
-		i += off
-		if i == 0 || data[i-1] != '"' || !bytes.HasPrefix(data[i:], []byte(`Metric"`)) {
-			off = i + 1
-			continue
-		}
-		ls := bytes.LastIndexByte(data[:i], '\n') + 1
-		le := bytes.IndexByte(data[i:], '\n')
-		if le < 0 {
-			le = len(data)
-		} else {
-			le += i
-		}
-		off = le
-		var r rawLine
-		if scanNDJSON(trimEOL(data[ls:le]), &r) != nil || r.kind != kindMetric {
-			continue
-		}
-		d, err := decodeMetricDef(r.data)
-		if err != nil {
-			continue
-		}
-		if _, ok := defs[d.Name]; ok {
-			continue
-		}
-		if !copied {
-			nd := make(map[string]*MetricDef, len(defs)+1)
-			for k, v := range defs {
-				nd[k] = v
-			}
-			defs, copied = nd, true
-		}
-		defs[d.Name] = d
-	}
-}
-
 // probeTimes notes the times of a chunk's samples without aggregating.
 func (w *worker) probeTimes(c *chunk) {
 	forLines(c.data, func(line []byte) bool {
@@ -631,57 +575,6 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 		res.points = append(res.points, Point{Metric: m.name, Time: unixTime(w.curT, w.curOff), Value: v, Tags: s.tags, Metadata: md})
 	}
 	return nil
-}
-
-// collector watches the memory held by exact trend samples and, past the
-// budget, folds them into sketches.
-type collector struct {
-	sh *shared
-}
-
-func (c *collector) add(r *chunkResult) {
-	sh := c.sh
-	for _, o := range r.trends {
-		if o != nil {
-			sh.held.Add(int64(8*len(o.vals) + 2*len(o.cls)))
-		}
-	}
-	if !sh.sketch.Load() && sh.opts.MemoryBudget > 0 && sh.held.Load() > sh.opts.MemoryBudget {
-		sh.sketch.Store(true)
-	}
-}
-
-// foldToSketch folds the chunks kept in exact mode into per-class sketches,
-// after a switch to sketch mode (the memory budget was reached).
-func foldToSketch(all []*chunkResult, into [][]*stats.Sketch) [][]*stats.Sketch {
-	for _, r := range all {
-		if r == nil {
-			continue
-		}
-		for mi, o := range r.trends {
-			if o == nil {
-				continue
-			}
-			for len(into) <= mi {
-				into = append(into, nil)
-			}
-			for j, v := range o.vals {
-				cls := 0
-				if o.cls != nil {
-					cls = int(o.cls[j])
-				}
-				for len(into[mi]) <= cls {
-					into[mi] = append(into[mi], nil)
-				}
-				if into[mi][cls] == nil {
-					into[mi][cls] = &stats.Sketch{}
-				}
-				into[mi][cls].Add(v)
-			}
-			r.trends[mi] = nil
-		}
-	}
-	return into
 }
 
 // fill reads until b is full or the reader stops. Unlike io.ReadFull it
