@@ -52,3 +52,48 @@ func foldToSketch(all []*chunkResult, into [][]*stats.Sketch) [][]*stats.Sketch 
 	}
 	return into
 }
+
+// foldSketches merges the workers' sketches and the chunks kept before a
+// switch to sketch mode, and records the samples and bytes they hold.
+func foldSketches(run *Run, workers []*worker, all []*chunkResult) [][]*stats.Sketch {
+	run.Mode = ModeSketch
+	var sketches [][]*stats.Sketch
+	for _, w := range workers {
+		for mi, row := range w.sketches {
+			for len(sketches) <= mi {
+				sketches = append(sketches, nil)
+			}
+			for ci, sk := range row {
+				if sk == nil {
+					continue
+				}
+				for len(sketches[mi]) <= ci {
+					sketches[mi] = append(sketches[mi], nil)
+				}
+				if sketches[mi][ci] == nil {
+					sketches[mi][ci] = &stats.Sketch{}
+				}
+				sketches[mi][ci].Merge(sk)
+			}
+		}
+	}
+	sketches = foldToSketch(all, sketches)
+	for _, row := range sketches {
+		for _, sk := range row {
+			if sk != nil {
+				run.TrendSamples += int64(sk.Count())
+				run.HeldBytes += int64(sk.Bytes())
+			}
+		}
+	}
+	for _, w := range workers {
+		for _, row := range w.sketches {
+			for _, sk := range row {
+				if sk != nil {
+					run.HeldBytes += int64(sk.Bytes())
+				}
+			}
+		}
+	}
+	return sketches
+}
