@@ -88,7 +88,7 @@ func TestEnvelopeMarkdownGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := EnvelopeMarkdown(tc.env, tc.pics)
+			got := []byte(markdown(t, tc.env, tc.pics))
 			path := filepath.Join("testdata", "envelope-report", tc.name+".golden.md")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -126,4 +126,14 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return ""
+}
+
+// markdown renders the envelope report's text or fails the test.
+func markdown(tb testing.TB, env *envelope.Envelope, pics map[string]string) string {
+	tb.Helper()
+	md, err := EnvelopeMarkdown(env, pics)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(md)
 }
