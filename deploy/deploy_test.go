@@ -862,3 +862,115 @@ func TestIgnoredMatcher(t *testing.T) {
 		}
 	}
 }
+
+// The Alertmanager config groups by labels the generated alerts carry,
+// and its inhibit rules can match: for each, some alert of the committed
+// promtool tests (whose labels promtool checks against real evaluation)
+// is a source and another a target with equal values of every `equal`
+// label.
+func TestAlertmanagerMatchesAlertLabels(t *testing.T) {
+	var am struct {
+		Route struct {
+			GroupBy []string `yaml:"group_by"`
+		} `yaml:"route"`
+		Inhibit []struct {
+			Source []string `yaml:"source_matchers"`
+			Target []string `yaml:"target_matchers"`
+			Equal  []string `yaml:"equal"`
+		} `yaml:"inhibit_rules"`
+	}
+	b, err := os.ReadFile(filepath.Join("alertmanager", "alertmanager.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &am); err != nil {
+		t.Fatal(err)
+	}
+	var tests struct {
+		Tests []struct {
+			Alerts []struct {
+				Alertname string `yaml:"alertname"`
+				Exp       []struct {
+					Labels map[string]string `yaml:"exp_labels"`
+				} `yaml:"exp_alerts"`
+			} `yaml:"alert_rule_test"`
+		} `yaml:"tests"`
+	}
+	tb, err := os.ReadFile(filepath.Join(root, "rules", "envelope.rules.test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(tb, &tests); err != nil {
+		t.Fatal(err)
+	}
+	var alerts []map[string]string
+	for _, g := range tests.Tests {
+		for _, a := range g.Alerts {
+			for _, e := range a.Exp {
+				l := map[string]string{"alertname": a.Alertname}
+				for k, v := range e.Labels {
+					l[k] = v
+				}
+				alerts = append(alerts, l)
+			}
+		}
+	}
+	if len(alerts) < 5 {
+		t.Fatalf("only %d expected alerts in the promtool tests", len(alerts))
+	}
+	for _, l := range am.Route.GroupBy {
+		found := false
+		for _, a := range alerts {
+			if _, ok := a[l]; ok {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("group_by %q: no generated alert carries it", l)
+		}
+	}
+	for _, want := range []string{"envelope", "testid", "endpoint"} {
+		if !slices.Contains(am.Route.GroupBy, want) {
+			t.Errorf("group_by %v lacks %q", am.Route.GroupBy, want)
+		}
+	}
+	matches := func(ms []string, a map[string]string) bool {
+		for _, m := range ms {
+			sel, err := parser.NewParser(parser.Options{}).ParseMetricSelector("{" + m + "}")
+			if err != nil {
+				t.Fatalf("matcher %q: %v", m, err)
+			}
+			for _, x := range sel {
+				if !x.Matches(a[x.Name]) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if len(am.Inhibit) == 0 {
+		t.Fatal("no inhibit rule")
+	}
+	for i, r := range am.Inhibit {
+		can := false
+		for _, src := range alerts {
+			for _, dst := range alerts {
+				if !matches(r.Source, src) || !matches(r.Target, dst) {
+					continue
+				}
+				eq := true
+				for _, l := range r.Equal {
+					if v, ok := src[l]; !ok || dst[l] != v {
+						eq = false
+					}
+				}
+				if eq {
+					can = true
+				}
+			}
+		}
+		if !can {
+			t.Errorf("inhibit rule %d (%v → %v, equal %v) matches no pair of generated alerts", i, r.Source, r.Target, r.Equal)
+		}
+	}
+}

@@ -20,6 +20,7 @@ func init() {
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up (point files: --out json or csv).").Duration()
 	groupBy := cmd.Flag("group-by", "Tag whose values get endpoint bands, e.g. name (point files and tagged sub-metrics).").String()
 	opts := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the workload: VUs, executor, scenarios, duration.").ExistingFile()
+	match := cmd.Flag("match", "PromQL label matchers (without braces) selecting the k6 tests this envelope judges, e.g. 'envelope=\"checkout-50vu\"' or 'scenario=\"baseline_mix\", testid=~\"nightly-.*\"'; empty judges every test.").String()
 	force := cmd.Flag("force", "Accept runs whose workloads or metric sets differ (the differences become warnings).").Bool()
 	out := cmd.Flag("out", "Envelope file to write; - for stdout.").Default("envelope.yaml").String()
 	format := cmd.Flag("format", choices("Envelope encoding.", "yaml", "json")).Default("yaml").Enum("yaml", "json")
@@ -33,8 +34,12 @@ func init() {
 		defer func() {
 			*name, *skip, *groupBy, *opts, *force = "baseline", 0, "", "", false
 			*out, *format, *files = "envelope.yaml", "yaml", nil
-			*labels, *topo, *params = nil, nil, ""
+			*labels, *topo, *params, *match = nil, nil, "", ""
 		}()
+		// A bad match is refused before any run is read.
+		if _, err := envelope.ParseMatch(*match); err != nil {
+			return withCode(2, fmt.Errorf("--match: %w", err))
+		}
 		bp := &envelope.BaselineParams{Labels: map[string]string{}}
 		if *params != "" {
 			var err error
@@ -78,7 +83,7 @@ func init() {
 		for _, w := range duplicateRuns(in) {
 			logger().Warn(w)
 		}
-		o := envelope.Options{Name: *name, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
+		o := envelope.Options{Name: *name, Match: *match, GroupBy: *groupBy, SkipWarmup: *skip, Force: *force}
 		if *opts != "" {
 			if o.Workload, err = envelope.ReadK6Options(*opts); err != nil {
 				return err
@@ -128,6 +133,15 @@ func init() {
 		}
 		fmt.Fprint(stdout, headline(env))
 		fmt.Fprintf(stdout, "envelope: %s\nenvelope report: %s (charts in %s)\n", envPath, mdPath, filepath.Join(d.Dir, "charts"))
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		secondPath := filepath.Join(d.Dir, "envelopes", second.Name+".yaml")
+		if err := envelope.WriteFile(secondPath, second, envelope.YAML); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "second envelope: %s (match %s; the first judges every test)\n", secondPath, second.Match)
 		return nil
 	})
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 func demoRuns(n int) []string {
@@ -73,5 +76,46 @@ func TestBaselineCommand(t *testing.T) {
 	code, _, se = captureRun(t, "baseline", "--force", "--out", filepath.Join(dir, "x.yaml"), demoRuns(1)[0], other)
 	if code != 0 || !strings.Contains(se, "accepted with --force") {
 		t.Errorf("--force: exit %d, stderr %q", code, se)
+	}
+}
+
+// A bad --match is refused before any run is read; an envelope's match
+// reaches every rule `exporter rules` writes.
+func TestBaselineMatch(t *testing.T) {
+	dir := t.TempDir()
+	code, _, se := captureRun(t, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
+	if code != 2 || !strings.Contains(se, "--match") || !strings.Contains(se, "not a list of PromQL label matchers") {
+		t.Errorf("bad match: exit %d, stderr %q", code, se)
+	}
+
+	in, err := envelope.ReadFiles(demoRuns(3), k6.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.Compute(in, envelope.Options{Name: "checkout-50vu", Match: `envelope="checkout-50vu", testid=~"nightly-.*"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "envelope.yaml")
+	if err := envelope.WriteFile(out, env, envelope.YAML); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `match: envelope="checkout-50vu", testid=~"nightly-.*"`) {
+		t.Errorf("envelope lacks the match:\n%s", b)
+	}
+	rulesDir := filepath.Join(dir, "rules")
+	if code, _, se := captureRun(t, "rules", "--envelope", out, "--out", rulesDir, "--format", "prometheus"); code != 0 {
+		t.Fatalf("rules: exit %d: %s", code, se)
+	}
+	rb, err := os.ReadFile(filepath.Join(rulesDir, "envelope.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rb), `k6_http_reqs_total{envelope="checkout-50vu", testid=~"nightly-.*"}`) || !strings.Contains(string(rb), "name: envelope-checkout-50vu-k6-alerts") {
+		t.Errorf("rules do not select with the match or name the envelope")
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/model"
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -19,6 +21,7 @@ func init() {
 	formats := cmd.Flag("format", choices("What to write: prometheus (rule file and promtool tests), prometheusrule (Operator resource); repeatable. Default: both.", "prometheus", "prometheusrule")).Enums("prometheus", "prometheusrule")
 	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
 	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
+	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels, ",")).String()
 	cmd.Action(func(*kingpin.ParseContext) error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
@@ -26,6 +29,15 @@ func init() {
 		}
 		o := rules.DefaultOptions()
 		o.ExporterSelector, o.RunbookURL = *sel, *runbook
+		o.TopologyLabels = []string{}
+		for _, l := range strings.Split(*topo, ",") {
+			if l = strings.TrimSpace(l); l != "" {
+				if !model.LabelName(l).IsValidLegacy() {
+					return withCode(2, fmt.Errorf("--topology-labels: %q is not a label name", l))
+				}
+				o.TopologyLabels = append(o.TopologyLabels, l)
+			}
+		}
 		var fs []rules.Format
 		for _, f := range *formats {
 			fs = append(fs, rules.Format(f))
@@ -51,6 +63,15 @@ func init() {
 			return err
 		}
 		fmt.Fprintf(stdout, "rules: %d files in %s (rule file, promtool tests, PrometheusRule)\n", len(paths), dir)
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		dir2 := filepath.Join(dir, second.Name)
+		if _, err := rules.WriteDir(dir2, second, rules.DefaultOptions()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rules of the second envelope: %s (load both folders into one Prometheus)\n", dir2)
 		return nil
 	})
 }

@@ -37,7 +37,7 @@ func init() {
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
 	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
-	envFile := cmd.Flag("envelope", "Envelope file (YAML or JSON): exposes its bands as gauges and adds its band edges to the classic buckets.").String()
+	envFiles := cmd.Flag("envelope", "Envelope file (YAML or JSON), or a folder of them (*.yaml, *.yml, *.json): exposes each envelope's bands as gauges under its envelope label and adds its band edges to the classic buckets; repeatable.").Strings()
 	var followSet bool
 	follow := cmd.Flag("k6.json", "k6 NDJSON output to follow as it grows (tail -F, through truncation and rotation); '-' reads stdin.").IsSetByUser(&followSet).String()
 	results := cmd.Flag("k6.results", "Finished k6 result files (NDJSON, .gz, CSV) replayed at start; repeatable.").Strings()
@@ -64,7 +64,7 @@ func init() {
 		}
 		// kingpin keeps repeatable values between parses (tests parse
 		// many times).
-		defer func() { *results, *envFile = nil, "" }()
+		defer func() { *results, *envFiles = nil, nil }()
 		// Know each result file's format before replaying it: a summary
 		// file must fail with one clear error, not first with line noise.
 		for _, f := range *results {
@@ -108,13 +108,11 @@ func init() {
 				*p = -1
 			}
 		}
-		if *envFile != "" {
-			env, err := envelope.ReadFile(*envFile)
-			if err != nil {
-				return withCode(2, err)
-			}
-			cfg.Envelope = env
+		envs, err := readEnvelopes(*envFiles)
+		if err != nil {
+			return withCode(2, err)
 		}
+		cfg.Envelopes = envs
 		for _, mk := range serveCollectors {
 			c, err := mk()
 			if err != nil {
@@ -141,7 +139,12 @@ func init() {
 		if err != nil {
 			return err
 		}
-		srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger(), ListenAddresses: []string{d.Addr}})
+		second, err := demo.SecondEnvelope()
+		if err != nil {
+			return err
+		}
+		srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
+			Logger: logger(), ListenAddresses: []string{d.Addr}})
 		if err != nil {
 			return err
 		}
@@ -151,7 +154,7 @@ func init() {
 		if strings.HasPrefix(host, ":") {
 			host = "localhost" + host
 		}
-		fmt.Fprintf(stdout, "serving the demo envelope on http://%s/metrics (Ctrl-C to stop)\n", host)
+		fmt.Fprintf(stdout, "serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
 		return serve(ctx, srv, serveInputs{results: files})
 	})
 }
@@ -215,4 +218,38 @@ func serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
 		return nil
 	}
 	return err
+}
+
+// readEnvelopes reads every envelope the --envelope flags name: files, or
+// folders whose *.yaml, *.yml and *.json files are all envelopes.
+func readEnvelopes(paths []string) ([]*envelope.Envelope, error) {
+	var out []*envelope.Envelope
+	from := map[string]string{}
+	for _, p := range paths {
+		files := []string{p}
+		if fi, err := os.Stat(p); err != nil {
+			return nil, err
+		} else if fi.IsDir() {
+			files = nil
+			for _, pat := range []string{"*.yaml", "*.yml", "*.json"} {
+				m, _ := filepath.Glob(filepath.Join(p, pat))
+				files = append(files, m...)
+			}
+			if len(files) == 0 {
+				return nil, fmt.Errorf("--envelope %s: folder holds no envelope file (*.yaml, *.yml, *.json)", p)
+			}
+		}
+		for _, f := range files {
+			env, err := envelope.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			if prev, ok := from[env.Name]; ok {
+				return nil, fmt.Errorf("%s: envelope name %q is already used by %s; names must differ", f, env.Name, prev)
+			}
+			from[env.Name] = f
+			out = append(out, env)
+		}
+	}
+	return out, nil
 }

@@ -77,3 +77,41 @@ func TestServeBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// --envelope takes files and folders; two envelopes of one name are
+// refused with both files named.
+func TestReadEnvelopes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	folder := filepath.Join(dir, "envelopes")
+	if err := os.MkdirAll(folder, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	second := strings.Replace(string(b), "name: ecs-native-50vu-baseline-mix\n", "name: phase3-100vu\nmatch: envelope=\"phase3-100vu\"\n", 1)
+	for name, body := range map[string]string{
+		filepath.Join(folder, "a.yaml"):  string(b),
+		filepath.Join(folder, "b.yaml"):  second,
+		filepath.Join(dir, "again.yaml"): string(b),
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	envs, err := readEnvelopes([]string{folder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 2 || envs[0].Name != "ecs-native-50vu-baseline-mix" || envs[1].Name != "phase3-100vu" || envs[1].Match != `envelope="phase3-100vu"` {
+		t.Errorf("read %d envelopes: %+v", len(envs), envs)
+	}
+	_, err = readEnvelopes([]string{folder, filepath.Join(dir, "again.yaml")})
+	if err == nil || !strings.Contains(err.Error(), "again.yaml") || !strings.Contains(err.Error(), "a.yaml") {
+		t.Errorf("duplicate name: err = %v, want both files named", err)
+	}
+	if _, err := readEnvelopes([]string{t.TempDir()}); err == nil {
+		t.Error("an empty folder was accepted")
+	}
+}

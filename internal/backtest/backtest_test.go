@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"context"
-	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -90,6 +89,9 @@ func TestRealRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, a := range reg.Alerts {
+		t.Logf("regressed run: %s %v at %gs", a.Alertname, a.Labels, a.FirstFiringS)
+	}
 	got := strings.Join(names(reg), " ")
 	for _, want := range []string{rules.AlertRequestsFailing, rules.AlertEndpointLatency + "/auth_", rules.AlertLatencyHigh} {
 		if !strings.Contains(got, want) {
@@ -127,7 +129,7 @@ func TestSimulatedRuns(t *testing.T) {
 	cases := []struct {
 		name string
 		o    simulate.Options
-		want string // alert that must fire; "" = none
+		want string // alert that must fire ("…/" = any with that prefix); "" = none
 		// also may fire with it: the overall p99 follows auth_register,
 		// whose requests are the overall tail.
 		alsoOK string
@@ -136,9 +138,11 @@ func TestSimulatedRuns(t *testing.T) {
 	}{
 		{"baseline seed 11", simulate.Options{Seed: 11}, "", "", 0},
 		{"baseline seed 12", simulate.Options{Seed: 12}, "", "", 0},
+		// The endpoint's median test (quantile 0.5) sees a shift of the
+		// whole distribution first; its p95 test may follow.
 		{"auth_register p95 +15%", simulate.Options{Seed: 13, LatencyFactor: map[string]float64{"auth_register": 1.15}},
-			rules.AlertEndpointLatency + "/auth_register/0.95", rules.AlertLatencyHigh,
-			endpointVisible(t, env, c, "auth_register", 0.95, 1.15, eval) + forLat + 2*eval},
+			rules.AlertEndpointLatency + "/auth_register/", rules.AlertLatencyHigh,
+			visibleAt(t, env, c, "auth_register", 1.15, eval) + forLat + 2*eval},
 		{"1% failed requests", simulate.Options{Seed: 14, ErrorRate: 0.01},
 			rules.AlertRequestsFailing, "", eval + forLat + 2*eval},
 		// The throughput alert reads its own window, calibrated so a
@@ -170,7 +174,7 @@ func TestSimulatedRuns(t *testing.T) {
 			found := false
 			for _, n := range got {
 				switch {
-				case n == tc.want:
+				case n == tc.want || strings.HasSuffix(tc.want, "/") && strings.HasPrefix(n, tc.want):
 					found = true
 				case tc.alsoOK != "" && strings.HasPrefix(n, tc.alsoOK+"/"):
 				default:
@@ -248,50 +252,4 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-}
-
-// endpointVisible is the earliest evaluation (seconds from the start of a
-// run regressed from its first request) at which the expected share of
-// the endpoint's requests slower than the alert threshold exceeds the
-// rule's binomial bound for the requests its window then holds. A thin
-// endpoint needs a fuller window before a +15% shift stands out of its
-// counting noise, so its deadline is later than a busy endpoint's.
-func endpointVisible(t *testing.T, env *envelope.Envelope, c *rules.Calibration, key string, q, factor, eval float64) float64 {
-	t.Helper()
-	m, err := simulate.Fit(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ep *simulate.Endpoint
-	for i := range m.Endpoints {
-		if m.Endpoints[i].Key == key {
-			ep = &m.Endpoints[i]
-		}
-	}
-	var lb *rules.LatencyBound
-	for _, e := range c.Endpoints {
-		if e.Key == key {
-			for i := range e.Latency {
-				if e.Latency[i].Quantile == q {
-					lb = &e.Latency[i]
-				}
-			}
-		}
-	}
-	if ep == nil || lb == nil {
-		t.Fatalf("no model or bound for endpoint %s q%g", key, q)
-	}
-	// Lognormal tail above the threshold after scaling latencies by factor.
-	x := lb.Threshold * 1000 / factor
-	slow := 0.5 * math.Erfc((math.Log(x)-ep.Mu)/(ep.Sigma*math.Sqrt2))
-	rate := m.Rate * ep.Share
-	w := c.Window.Seconds()
-	for s := eval; s <= w; s += eval {
-		if slow > lb.SlowFractionBound(rate*s, c.Z) {
-			return s
-		}
-	}
-	t.Fatalf("a %gx shift of %s (%.1f%% slower than %g s) never exceeds the rule's bound at %.2f req/s: not a detectable regression",
-		factor, key, 100*slow, lb.Threshold, rate)
-	return 0
 }

@@ -1,8 +1,10 @@
 package catalogue
 
 // Recording rules shared by the rules and dashboards generators, named
-// level:metric:operations. Aggregations keep testid so several exporters
-// and k6 instances sum correctly; quantiles are computed from summed
+// level:metric:operations. Aggregations keep testid (and the topology
+// labels job, namespace, cluster) so several exporters and k6 instances
+// sum correctly; every recorded series carries the envelope label of the
+// envelope whose rules wrote it; quantiles are computed from summed
 // histogram rates (native first, classic buckets as fallback), never
 // averaged; ratios divide summed rates.
 //

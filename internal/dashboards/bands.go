@@ -12,9 +12,14 @@ import (
 // gauges of several exporters serving the same envelope into one line.
 
 func throughputBand() (string, string) {
-	return fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputMin.Name),
-		fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputMax.Name)
+	return fmt.Sprintf("max(%s{%s})", catalogue.EnvelopeThroughputMin.Name, envelopeMatcher),
+		fmt.Sprintf("max(%s{%s})", catalogue.EnvelopeThroughputMax.Name, envelopeMatcher)
 }
+
+// envelopeMatcher narrows envelope gauges and recorded series to the
+// envelope the dashboard shows: an exporter may serve several, and the
+// rules of several record side by side.
+const envelopeMatcher = `envelope="$envelope"`
 
 // percentileLabel is the envelope gauges' percentile label value.
 func percentileLabel(q float64) string { return ftoa(q * 100) }
@@ -22,7 +27,7 @@ func percentileLabel(q float64) string { return ftoa(q * 100) }
 // latencyBand is the overall http_req_duration band of one percentile
 // (0.5, 0.95 or 0.99): the gauges without an endpoint.
 func latencyBand(q float64) (string, string) {
-	m := fmt.Sprintf(`{metric=%q, endpoint="", percentile=%q}`, catalogue.HTTPReqDuration.Name, percentileLabel(q))
+	m := fmt.Sprintf(`{%s, metric=%q, endpoint="", percentile=%q}`, envelopeMatcher, catalogue.HTTPReqDuration.Name, percentileLabel(q))
 	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMin.Name, m),
 		fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMax.Name, m)
 }
@@ -32,8 +37,8 @@ func latencyBand(q float64) (string, string) {
 // `name` so it lines up with the endpoint's own series.
 func endpointBand(q float64) (string, string) {
 	f := func(d catalogue.Desc) string {
-		return fmt.Sprintf(`label_replace(max by (value) (%s{tag=%q, value=~"$endpoint", percentile=%q}), %q, "$1", "value", "(.*)")`,
-			d.Name, endpointLabel, percentileLabel(q), endpointLabel)
+		return fmt.Sprintf(`label_replace(max by (value) (%s{%s, tag=%q, value=~"$endpoint", percentile=%q}), %q, "$1", "value", "(.*)")`,
+			d.Name, envelopeMatcher, endpointLabel, percentileLabel(q), endpointLabel)
 	}
 	return f(catalogue.EnvelopeLatencyMin), f(catalogue.EnvelopeLatencyMax)
 }
@@ -41,14 +46,18 @@ func endpointBand(q float64) (string, string) {
 // trendBand is the band of one percentile of a custom trend metric
 // endpoint, selected by the `trend` variable.
 func trendBand(q float64) (string, string) {
-	m := fmt.Sprintf(`{metric="$trend", percentile=%q}`, percentileLabel(q))
+	m := fmt.Sprintf(`{%s, metric="$trend", percentile=%q}`, envelopeMatcher, percentileLabel(q))
 	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMin.Name, m),
 		fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMax.Name, m)
 }
 
-func cvBound() string { return fmt.Sprintf("max(%s)", catalogue.EnvelopeThroughputCVMax.Name) }
+func cvBound() string {
+	return fmt.Sprintf("max(%s{%s})", catalogue.EnvelopeThroughputCVMax.Name, envelopeMatcher)
+}
 
-func errorBudget() string { return fmt.Sprintf("max(%s)", catalogue.EnvelopeErrorBudget.Name) }
+func errorBudget() string {
+	return fmt.Sprintf("max(%s{%s})", catalogue.EnvelopeErrorBudget.Name, envelopeMatcher)
+}
 
 // alertNames matches the names of the generated alerts (internal/rules:
 // K6Envelope* for the k6 envelope, ECS* for the service on ECS); a test
@@ -57,5 +66,5 @@ const alertNames = "K6Envelope.+|ECS.+"
 
 // firingAlerts selects the envelope alerts that are firing.
 func firingAlerts() string {
-	return fmt.Sprintf(`ALERTS{alertstate="firing", alertname=~%q}`, alertNames)
+	return fmt.Sprintf(`ALERTS{alertstate="firing", alertname=~%q, %s}`, alertNames, envelopeMatcher)
 }

@@ -85,16 +85,16 @@ func specs() []spec {
 	return []spec{
 		{UIDOverview, "Envelope / Overview", "overview.json",
 			"A k6 test against its performance envelope: throughput, iterations, errors, VUs and latency percentiles with the envelope bands, firing envelope alerts and test start/end annotations.",
-			[]string{varTestID, varScenario}, overview},
+			[]string{varEnvelope, varTestID, varScenario}, overview},
 		{UIDEndpoints, "Envelope / Endpoints", "endpoints.json",
 			"Per-endpoint (k6 name tag) request rate, errors and latency percentiles against the per-endpoint envelope bands, with a latency heatmap from the native histogram.",
-			[]string{varTestID, varScenario, varEndpoint, varTrend}, endpoints},
+			[]string{varEnvelope, varTestID, varScenario, varEndpoint, varTrend}, endpoints},
 		{UIDRuns, "Envelope / Runs", "runs.json",
 			"Run-by-run comparison over the selected time range: exact requests, RPS, p50/p95/p99 and error rate per testid against the envelope, and per-stage statistics for arrival-rate tests.",
-			[]string{varTestID, varScenario}, runs},
+			[]string{varEnvelope, varTestID, varScenario}, runs},
 		{UIDECS, "Envelope / ECS", "ecs.json",
 			"The service under test on AWS ECS: CPU and memory against limits, task counts and saturation, from the task metadata endpoint and CloudWatch. Rows stay empty until ECS series exist.",
-			[]string{varTestID, varScenario}, ecs},
+			[]string{varEnvelope, varTestID, varScenario}, ecs},
 		{UIDExporter, "Envelope / Exporter health", "exporter.json",
 			"The envelope exporter itself: ingest rate, bad lines, lag, OTLP requests, series overflow and scrape duration.",
 			nil, health},
@@ -180,15 +180,27 @@ func variable(name string) *dashboard.QueryVariableBuilder {
 	reqs := catalogue.HTTPReqs.Name
 	var label, query string
 	switch name {
+	case varEnvelope:
+		// One envelope at a time: its bands are drawn beside its tests.
+		query := labelValues(catalogue.EnvelopeInfo.Name, "envelope")
+		return dashboard.NewQueryVariableBuilder(name).
+			Label("Envelope").
+			Datasource(ds).
+			Query(dashboard.StringOrMap{String: cog.ToPtr(query)}).
+			Definition(query).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+			Sort(dashboard.VariableSortNaturalAsc)
 	case varTestID:
-		label, query = "Test ID", labelValues(reqs, "testid")
+		// The tests the selected envelope's rules matched: its recorded
+		// throughput carries the envelope label and each matched testid.
+		label, query = "Test ID", labelValues(fmt.Sprintf(`%s{%s}`, catalogue.RecThroughput, envelopeMatcher), "testid")
 	case varScenario:
 		label, query = "Scenario", labelValues(reqs+`{testid=~"$testid"}`, "scenario")
 	case varEndpoint:
 		label, query = "Endpoint", labelValues(reqs+`{testid=~"$testid", scenario=~"$scenario"}`, endpointLabel)
 	case varTrend:
-		label, query = "Custom trend", labelValues(fmt.Sprintf(`%s{endpoint!="", metric!=%q}`,
-			catalogue.EnvelopeLatencyMax.Name, catalogue.HTTPReqDuration.Name), "metric")
+		label, query = "Custom trend", labelValues(fmt.Sprintf(`%s{%s, endpoint!="", metric!=%q}`,
+			catalogue.EnvelopeLatencyMax.Name, envelopeMatcher, catalogue.HTTPReqDuration.Name), "metric")
 	}
 	v := dashboard.NewQueryVariableBuilder(name).
 		Label(label).

@@ -457,10 +457,11 @@ func TestDashboardConventions(t *testing.T) {
 			t.Errorf("%s: not tagged %q, so the links would miss it", file, tag)
 		}
 	}
-	// The filters the issue asks for exist where they apply.
+	// The filters exist where they apply: the envelope first, then the
+	// tests it matched.
 	for file, names := range map[string][]string{
-		"overview.json":  {"datasource", "testid", "scenario"},
-		"endpoints.json": {"datasource", "testid", "scenario", "endpoint", "trend"},
+		"overview.json":  {"datasource", "envelope", "testid", "scenario"},
+		"endpoints.json": {"datasource", "envelope", "testid", "scenario", "endpoint", "trend"},
 	} {
 		var got []string
 		for _, v := range dbs[file]["templating"].(map[string]any)["list"].([]any) {

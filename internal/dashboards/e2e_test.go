@@ -150,7 +150,7 @@ scrape_configs:
 	}
 	vals := map[string]string{
 		"__rate_interval": "10s", "__range": "5m", "__interval": "1s",
-		"testid": ".*", "scenario": ".*", "endpoint": ".*",
+		"testid": ".*", "scenario": ".*", "endpoint": ".*", "envelope": env.Name,
 		"trend": catalogue.SeriesName("custom_waiting_time", "trend", "time"),
 	}
 	checked, skipped := 0, 0

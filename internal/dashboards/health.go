@@ -16,10 +16,13 @@ const (
 	promScrapeSamples  = "scrape_samples_scraped"
 )
 
-// exporterTargets selects the exporter's scrape targets by its build_info
-// series, so the panels work whatever the job is called.
+// onExporter selects the exporter's scrape targets by its build_info
+// series, so the panels work whatever the job is called. A target that
+// is down has a stale build_info, which an instant selector drops; the
+// last sample in the dashboard's time range keeps a down exporter on the
+// panels.
 func onExporter(expr string) string {
-	return fmt.Sprintf("%s and on (instance, job) %s", expr, c.ExporterBuildInfo.Name)
+	return fmt.Sprintf("%s and on (instance, job) last_over_time(%s[$__range])", expr, c.ExporterBuildInfo.Name)
 }
 
 // health: the exporter itself.
@@ -27,9 +30,9 @@ func health(b *board, _ Options) {
 	b.row("Targets")
 	b.stat(6, 4, "lastNotNull", panelSpec{
 		Title:   "Exporters up",
-		Desc:    "Exporter scrape targets Prometheus reached on its last scrape (up), among targets exposing envelope_exporter_build_info.",
+		Desc:    "Each exporter target (one tile per instance): 1 when Prometheus reached it on its last scrape (up), 0 in red when it is down; targets that exposed envelope_exporter_build_info in the dashboard's time range.",
 		Unit:    units.Short,
-		Targets: []target{{Expr: fmt.Sprintf("sum (%s)", onExporter(promUp)), Legend: "up"}},
+		Targets: []target{{Expr: fmt.Sprintf("min by (instance) (%s)", onExporter(promUp)), Legend: "{{instance}}"}},
 	}).Thresholds(thresholds("red", at(1.0, "green")))
 	b.stat(6, 4, "lastNotNull", panelSpec{
 		Title:   "Series held",

@@ -111,7 +111,7 @@ func overview(b *board, o Options) {
 		Desc:  "Coefficient of variation of the 1m request rate over 10m, as the recording rule computes it for the CV alert, against the envelope's CV bound.",
 		Unit:  units.PercentUnit,
 		Targets: []target{
-			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecThroughputCV), Legend: "{{testid}}"},
+			{Expr: fmt.Sprintf(`%s{envelope="$envelope", testid=~"$testid"}`, catalogue.RecThroughputCV), Legend: "{{testid}}"},
 			{Expr: cvBound(), Legend: "CV bound"},
 		},
 	})
@@ -193,8 +193,8 @@ func overview(b *board, o Options) {
 		Desc:  "Recorded ratios the saturation alerts read: throughput over the envelope mean, and p95 over the top of the envelope's p95 band. 100% is at the envelope.",
 		Unit:  units.PercentUnit,
 		Targets: []target{
-			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecThroughputVsEnvelope), Legend: "{{testid}} throughput / mean"},
-			{Expr: fmt.Sprintf(`%s{testid=~"$testid"}`, catalogue.RecLatencyP95VsEnvelope), Legend: "{{testid}} p95 / band max"},
+			{Expr: fmt.Sprintf(`%s{envelope="$envelope", testid=~"$testid"}`, catalogue.RecThroughputVsEnvelope), Legend: "{{testid}} throughput / mean"},
+			{Expr: fmt.Sprintf(`%s{envelope="$envelope", testid=~"$testid"}`, catalogue.RecLatencyP95VsEnvelope), Legend: "{{testid}} p95 / band max"},
 		},
 	})
 	r.Thresholds(thresholds("transparent", at(1.0, "orange"))).ThresholdsStyle(lineThresholds())

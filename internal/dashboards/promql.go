@@ -12,7 +12,10 @@ import (
 // Template variables every dashboard filters on. endpoint is the k6
 // `name` tag, the label requests are grouped by per endpoint.
 const (
-	varTestID   = "testid"
+	varTestID = "testid"
+	// envelope picks one of the envelopes the exporters serve; testid
+	// then lists the tests its rules matched.
+	varEnvelope = "envelope"
 	varScenario = "scenario"
 	varEndpoint = "endpoint"
 	// trend lists the custom trend metrics the loaded envelope bands.

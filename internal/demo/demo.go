@@ -16,7 +16,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
-//go:embed runs/*.json k6-options.json envelope.yaml
+//go:embed runs/*.json k6-options.json envelope.yaml second/*.json
 var files embed.FS
 
 // FS is the embedded data: runs/run-N.json, k6-options.json, envelope.yaml.
@@ -54,6 +54,31 @@ func Envelope() (*envelope.Envelope, error) {
 		return nil, err
 	}
 	return envelope.Compute(in, envelope.Options{Name: Name, Workload: w})
+}
+
+// SecondName is the name of the demo's second envelope, and the value of
+// the envelope tag its match selects.
+const SecondName = "k6-baseline-mix-v2"
+
+// SecondEnvelope is a second envelope beside the demo's, computed from two
+// real k6 v2.2.0 runs of the same mix (second/: their summary exports and
+// `k6 inspect` options). It judges only runs tagged
+// envelope="k6-baseline-mix-v2", as
+// `exporter baseline --name k6-baseline-mix-v2 --match 'envelope="k6-baseline-mix-v2"'` writes.
+func SecondEnvelope() (*envelope.Envelope, error) {
+	in, err := envelope.ReadFS(files, []string{"second/baseline-a.summary.json", "second/baseline-b.summary.json"}, Dir, k6.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := files.ReadFile("second/script.k6-inspect.json")
+	if err != nil {
+		return nil, err
+	}
+	w, err := envelope.ParseK6Options(Dir+"/second/script.k6-inspect.json", b)
+	if err != nil {
+		return nil, err
+	}
+	return envelope.Compute(in, envelope.Options{Name: SecondName, Match: `envelope="` + SecondName + `"`, Workload: w})
 }
 
 // GeneratedEnvelope is the committed envelope.yaml.

@@ -23,6 +23,7 @@ type Input struct {
 // Options steer Compute.
 type Options struct {
 	Name       string
+	Match      string        // label matchers of the tests the envelope judges (Envelope.Match)
 	GroupBy    string        // tag whose values become endpoint bands ("" = none)
 	SkipWarmup time.Duration // recorded in provenance; the loader applied it
 	// Force accepts runs whose workloads or metric sets differ; the
@@ -89,6 +90,7 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		APIVersion: APIVersion,
 		Kind:       Kind,
 		Name:       opts.Name,
+		Match:      opts.Match,
 		Tolerance:  tol,
 		Endpoints:  map[string]Endpoint{},
 	}

@@ -22,6 +22,12 @@ type Envelope struct {
 	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
 	Kind       string `json:"kind" yaml:"kind"`
 	Name       string `json:"name" yaml:"name"`
+	// Match selects the k6 series of the tests this envelope judges:
+	// PromQL label matchers without braces on k6 tags, e.g.
+	// `envelope="checkout-native-50vu"` or
+	// `scenario="baseline_mix", testid=~"nightly-.*"`. Empty judges every
+	// k6 test. Every generated rule selects with it.
+	Match string `json:"match,omitempty" yaml:"match,omitempty"`
 
 	Provenance Provenance   `json:"provenance" yaml:"provenance"`
 	Runs       []RunFigures `json:"runs" yaml:"runs"`

@@ -200,6 +200,9 @@ func (env *Envelope) Validate() []FieldError {
 	if env.Kind != Kind {
 		add("kind", "is %q, want %q", env.Kind, Kind)
 	}
+	if _, err := ParseMatch(env.Match); err != nil {
+		add("match", "%v", err)
+	}
 	finite := func(field string, v float64) bool {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			add(field, "is %v, want a finite number", v)

@@ -49,6 +49,16 @@ func BandEdges(bands []envelope.Band, rise float64) []float64 {
 // `sum by (le)` works across label sets, k6 instances and exporters fed
 // the same envelope.
 func ClassicBuckets(env *envelope.Envelope, k6Metric string, contains k6.ValueType) []float64 {
+	if env == nil {
+		return ClassicBucketsAll(nil, k6Metric, contains)
+	}
+	return ClassicBucketsAll([]*envelope.Envelope{env}, k6Metric, contains)
+}
+
+// ClassicBucketsAll is ClassicBuckets for an exporter serving several
+// envelopes: the default ladder plus the band edges of every one of them,
+// so each envelope's rules find the le their thresholds name.
+func ClassicBucketsAll(envs []*envelope.Envelope, k6Metric string, contains k6.ValueType) []float64 {
 	var b []float64
 	switch contains {
 	case k6.Time:
@@ -58,17 +68,16 @@ func ClassicBuckets(env *envelope.Envelope, k6Metric string, contains k6.ValueTy
 	default:
 		return slices.Clone(DefaultBuckets)
 	}
-	if env == nil {
-		return b
-	}
-	rise := env.Tolerance.LatencyRise
 	var ms []float64
-	if k6Metric == "http_req_duration" {
-		ms = append(ms, BandEdges([]envelope.Band{env.Latency.Median, env.Latency.P95, env.Latency.P99}, rise)...)
-	}
-	for _, e := range env.Endpoints {
-		if (e.Metric == "" && e.Tag != "" && k6Metric == "http_req_duration") || (e.Metric != "" && e.Metric == k6Metric) {
-			ms = append(ms, BandEdges([]envelope.Band{e.Median, e.P95, e.P99}, rise)...)
+	for _, env := range envs {
+		rise := env.Tolerance.LatencyRise
+		if k6Metric == "http_req_duration" {
+			ms = append(ms, BandEdges([]envelope.Band{env.Latency.Median, env.Latency.P95, env.Latency.P99}, rise)...)
+		}
+		for _, e := range env.Endpoints {
+			if (e.Metric == "" && e.Tag != "" && k6Metric == "http_req_duration") || (e.Metric != "" && e.Metric == k6Metric) {
+				ms = append(ms, BandEdges([]envelope.Band{e.Median, e.P95, e.P99}, rise)...)
+			}
 		}
 	}
 	for _, v := range ms {

@@ -132,7 +132,7 @@ func TestGoldenK6(t *testing.T) {
 }
 
 func TestGoldenEnvelope(t *testing.T) {
-	golden(t, "envelope.prom", newEnvelopeCollector(testEnvelope()))
+	golden(t, "envelope.prom", newEnvelopeCollector([]*envelope.Envelope{testEnvelope()}))
 }
 
 // Lint every family the exporter serves; only a user's own metric name

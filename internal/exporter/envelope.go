@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -16,12 +17,34 @@ func desc(d catalogue.Desc) *prometheus.Desc {
 
 // envelopeCollector exposes an envelope's figures as constant gauges.
 type envelopeCollector struct {
-	env   *envelope.Envelope
+	envs  []*envelope.Envelope
 	descs map[string]*prometheus.Desc
 }
 
-func newEnvelopeCollector(env *envelope.Envelope) *envelopeCollector {
-	c := &envelopeCollector{env: env, descs: map[string]*prometheus.Desc{}}
+// envelopes lists Envelope and Envelopes, refusing two of one name: their
+// gauges and rules would be indistinguishable.
+func (cfg Config) envelopes() ([]*envelope.Envelope, error) {
+	var out []*envelope.Envelope
+	if cfg.Envelope != nil {
+		out = append(out, cfg.Envelope)
+	}
+	for _, e := range cfg.Envelopes {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range out {
+		if seen[e.Name] {
+			return nil, fmt.Errorf("two envelopes are named %q: each envelope's gauges and rules are told apart by its name", e.Name)
+		}
+		seen[e.Name] = true
+	}
+	return out, nil
+}
+
+func newEnvelopeCollector(envs []*envelope.Envelope) *envelopeCollector {
+	c := &envelopeCollector{envs: envs, descs: map[string]*prometheus.Desc{}}
 	for _, d := range []catalogue.Desc{catalogue.EnvelopeInfo, catalogue.EnvelopeThroughputMin, catalogue.EnvelopeThroughputMax,
 		catalogue.EnvelopeThroughputMean, catalogue.EnvelopeThroughputFloor, catalogue.EnvelopeIterationsMin,
 		catalogue.EnvelopeIterationsMax, catalogue.EnvelopeThroughputCV, catalogue.EnvelopeThroughputCVMax,
@@ -39,7 +62,12 @@ func (c *envelopeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *envelopeCollector) Collect(ch chan<- prometheus.Metric) {
-	e := c.env
+	for _, e := range c.envs {
+		c.collect(ch, e)
+	}
+}
+
+func (c *envelopeCollector) collect(ch chan<- prometheus.Metric, e *envelope.Envelope) {
 	name := e.Name
 	g := func(d catalogue.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(c.descs[d.Name], prometheus.GaugeValue, v, labels...)

@@ -378,34 +378,55 @@ func TestHostileLimits(t *testing.T) {
 }
 
 // blockingBody is a request body that stalls until released.
+// blockingBody sends prefix, then blocks until release.
 type blockingBody struct {
 	release chan struct{}
-	sent    bool
+	prefix  []byte
 }
 
 func (b *blockingBody) Read(p []byte) (int, error) {
-	if !b.sent {
-		b.sent = true
-		return copy(p, []byte{0x0a, 0x00}), nil // a valid empty ResourceMetrics
+	if len(b.prefix) > 0 {
+		n := copy(p, b.prefix)
+		b.prefix = b.prefix[n:]
+		return n, nil
 	}
 	<-b.release
 	return 0, io.EOF
 }
 
-// Past the memory budget's decoding slots, OTLP requests are told to
-// come back later (503 with Retry-After); in-flight ones finish.
+// slowExport is a valid export request body padded with an unknown field
+// to n bytes, so that a request holding it holds n bytes of the budget.
+func slowExport(n int) []byte {
+	b := []byte{0x0a, 0x00} // an empty ResourceMetrics
+	// Field 15, length-delimited: skipped by the decoder.
+	pad := n - len(b) - 4
+	b = append(b, 0x7a, byte(pad&0x7f|0x80), byte(pad>>7&0x7f|0x80), byte(pad>>14))
+	return append(b, make([]byte, pad)...)
+}
+
+// Slow senders hold the bytes they sent, never a decoding slot: beside
+// them a normal export is taken. Past the memory budget's bytes, OTLP
+// requests are told to come back later (503 with Retry-After); the ones
+// in progress finish.
 func TestHostileConcurrentOTLP(t *testing.T) {
 	s := hostileServer(t, Config{OTLPMaxBody: 1 << 20, OTLPMemoryBudget: 2 << 20})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	release := make(chan struct{})
 	var wg sync.WaitGroup
-	codes := make([]int, 2)
-	for i := range 2 {
+	const senders = 4 // twice the decoding slots
+	codes := make([]int, senders)
+	for i := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := http.Post(srv.URL+"/v1/metrics", "application/x-protobuf", &blockingBody{release: release})
+			// Two send half the budget each; the others a couple of bytes.
+			body := &blockingBody{release: release, prefix: []byte{0x0a, 0x00}}
+			if i < 2 {
+				full := slowExport(1 << 20)
+				body.prefix = full[:len(full)-2] // 2 bytes short: the budget is full
+			}
+			resp, err := http.Post(srv.URL+"/v1/metrics", "application/x-protobuf", body)
 			if err != nil {
 				t.Error(err)
 				return
@@ -414,22 +435,38 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 			codes[i] = resp.StatusCode
 		}()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for s.otlp.InFlight() < 2 && time.Now().Before(deadline) {
+	post := func() *http.Response {
+		resp, err := http.Post(srv.URL+"/v1/metrics", "application/x-protobuf", bytes.NewReader([]byte{0x0a, 0x00}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	// Every sender's bytes have arrived: the budget is exactly full.
+	for s.otlp.WireBytes() < 2<<20 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	resp, err := http.Post(srv.URL+"/v1/metrics", "application/x-protobuf", bytes.NewReader(nil))
-	if err != nil {
-		t.Fatal(err)
+	if got := s.otlp.WireBytes(); got != 2<<20 {
+		t.Fatalf("bytes being received %d, want the 2 MiB budget", got)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("third request: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if n := s.otlp.InFlight(); n != 0 {
+		t.Errorf("%d decoding slots held by senders that have not finished", n)
+	}
+	if resp := post(); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("request past the budget: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	close(release)
 	wg.Wait()
-	if codes[0] != 200 || codes[1] != 200 {
-		t.Errorf("in-flight requests: %v", codes)
+	for i, c := range codes {
+		// The two large bodies end short of their length prefix: 400.
+		if want := map[bool]int{true: http.StatusBadRequest, false: http.StatusOK}[i < 2]; c != want {
+			t.Errorf("sender %d: status %d, want %d", i, c, want)
+		}
+	}
+	if resp := post(); resp.StatusCode != http.StatusOK {
+		t.Errorf("request after the senders finished: %d", resp.StatusCode)
 	}
 	if got := testutil.ToFloat64(s.otlpReqs.WithLabelValues(otlp.OutcomeBusy)); got != 1 {
 		t.Errorf("busy outcome %v, want 1", got)

@@ -89,10 +89,14 @@ const (
 // Config configures a Server. The zero value serves k6 series with the
 // default labels and no envelope.
 type Config struct {
-	Envelope    *envelope.Envelope // envelope gauges and band bucket edges; nil for none
-	AllowTags   []string           // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
-	SeriesLimit int                // 0 = DefaultSeriesLimit; negative = no limit
-	MetricLimit int                // distinct k6 metrics; 0 = DefaultMetricLimit; negative = no limit
+	Envelope *envelope.Envelope // envelope gauges and band bucket edges; nil for none
+	// Envelopes are further envelopes served beside Envelope, each with
+	// its gauges under its own envelope label; every trend's classic
+	// buckets hold the band edges of all of them. Names must differ.
+	Envelopes   []*envelope.Envelope
+	AllowTags   []string // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
+	SeriesLimit int      // 0 = DefaultSeriesLimit; negative = no limit
+	MetricLimit int      // distinct k6 metrics; 0 = DefaultMetricLimit; negative = no limit
 	// MaxLabelValue bounds a label value in bytes (longer: the sample is
 	// refused); 0 = DefaultMaxLabelValue; negative = no limit.
 	MaxLabelValue int
@@ -114,7 +118,8 @@ type Config struct {
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
 	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
 	// OTLPMemoryBudget bounds the OTLP requests decoded at once to
-	// budget/max-body (at least one); others wait briefly, then get 503
+	// budget/max-body (at least one), and the OTLP/HTTP body bytes being
+	// received at once to budget; others wait briefly, then get 503
 	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
 	// negative = no limit.
 	OTLPMemoryBudget int64
@@ -200,11 +205,15 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
 		}
 	}
+	envs, err := cfg.envelopes()
+	if err != nil {
+		return nil, err
+	}
 	limit := max(cfg.SeriesLimit, 0)
 	s := &Server{
 		cfg:   cfg,
 		log:   cfg.Logger,
-		st:    newStore(cfg.AllowTags, limit, cfg.Envelope),
+		st:    newStore(cfg.AllowTags, limit, envs),
 		reg:   prometheus.NewRegistry(),
 		k6Reg: prometheus.NewRegistry(),
 		rlog:  newRateLog(cfg.Logger, 10*time.Second),
@@ -242,8 +251,8 @@ func New(cfg Config) (*Server, error) {
 
 	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
 		versioncollector.NewCollector("envelope_exporter"))
-	if cfg.Envelope != nil {
-		ec := newEnvelopeCollector(cfg.Envelope)
+	if len(envs) > 0 {
+		ec := newEnvelopeCollector(envs)
 		s.reg.MustRegister(ec)
 		s.k6Reg.MustRegister(ec)
 	}
@@ -267,8 +276,11 @@ func New(cfg Config) (*Server, error) {
 		MaxBody:     cfg.OTLPMaxBody,
 		Prefix:      cfg.OTLPMetricPrefix,
 		MaxInFlight: inflight,
-		StreamLimit: cfg.OTLPStreamLimit,
-		GRPCAuth:    auth,
+		// Bodies being received are charged as their bytes arrive, within
+		// the same budget: slow senders hold bytes, not decoding slots.
+		MaxWireBytes: max(cfg.OTLPMemoryBudget, 0),
+		StreamLimit:  cfg.OTLPStreamLimit,
+		GRPCAuth:     auth,
 		OnRequest: func(outcome string, points int, err error) {
 			s.otlpReqs.WithLabelValues(outcome).Inc()
 			if err != nil && outcome != otlp.OutcomeBusy {

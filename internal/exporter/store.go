@@ -125,7 +125,7 @@ type store struct {
 	metricLimit int      // families; 0 = none
 	maxLabel    int      // bytes of a label value; 0 = none
 	native      *nativeLimit
-	env         *envelope.Envelope
+	envs        []*envelope.Envelope
 	now         func() time.Time
 	nseries     atomic.Int64
 	clock       atomic.Int64 // unix ns, advanced by expire: stamps runs cheaply
@@ -147,8 +147,8 @@ const (
 	OverflowStreams = "streams" // --otlp.stream-limit
 )
 
-func newStore(allow []string, limit int, env *envelope.Envelope) *store {
-	st := &store{allow: allow, limit: limit, env: env, now: time.Now, families: map[string]*family{},
+func newStore(allow []string, limit int, envs []*envelope.Envelope) *store {
+	st := &store{allow: allow, limit: limit, envs: envs, now: time.Now, families: map[string]*family{},
 		names: map[string]string{}, runs: map[string]*run{}, native: &nativeLimit{}, onOverflow: func(string) {}}
 	st.clock.Store(st.now().UnixNano())
 	return st
@@ -405,7 +405,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
-		f.bounds = ClassicBuckets(st.env, name, contains)
+		f.bounds = ClassicBucketsAll(st.envs, name, contains)
 		f.boundPtrs = make([]*float64, len(f.bounds))
 		for i := range f.bounds {
 			f.boundPtrs[i] = &f.bounds[i]

@@ -22,6 +22,7 @@
 package otlp
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -35,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -131,9 +133,15 @@ type Options struct {
 	// OnDrop is told each point dropped over a receiver limit (reason
 	// "streams").
 	OnDrop func(reason string)
-	// MaxInFlight bounds the requests read and decoded at once (each may
-	// hold MaxBody bytes and their decoded form); 0 = no limit.
+	// MaxInFlight bounds the requests decoded at once (each may hold
+	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
+	// MaxWireBytes bounds the bytes of OTLP/HTTP bodies being received,
+	// over all requests, charged as they arrive: a client sending slowly
+	// holds only what it has sent, so slow clients cannot take the
+	// decoding slots from others. Past it a request gets 503 with
+	// Retry-After. 0 = no limit.
+	MaxWireBytes int64
 	// GRPCAuth, when set, checks each gRPC call's authorization header
 	// (as HTTP basic auth) before its message is read.
 	GRPCAuth func(authorization string) bool
@@ -151,6 +159,7 @@ type Receiver struct {
 	cost    int   // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
+	wire    atomic.Int64  // OTLP/HTTP body bytes being received (MaxWireBytes)
 }
 
 // acquire takes a decoding slot, waiting up to BusyWait; false: none.
@@ -174,7 +183,10 @@ func (rc *Receiver) acquire(ctx context.Context) bool {
 	return false
 }
 
-// InFlight is the number of requests being read and decoded.
+// WireBytes is the OTLP/HTTP body bytes being received.
+func (rc *Receiver) WireBytes() int64 { return rc.wire.Load() }
+
+// InFlight is the number of requests being decoded.
 func (rc *Receiver) InFlight() int { return len(rc.slots) }
 
 func (rc *Receiver) release() {
@@ -276,13 +288,29 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Errorf("content type %q: want application/x-protobuf or application/json", r.Header.Get("Content-Type")))
 		return
 	}
+	// The body is received before a decoding slot is taken: a slow
+	// client holds only the bytes it sent (MaxWireBytes), never a slot.
+	raw, held, status, err := rc.receive(w, r)
+	defer rc.wire.Add(-held)
+	if err != nil {
+		outcome := OutcomeBadRequest
+		switch status {
+		case http.StatusRequestEntityTooLarge:
+			outcome = OutcomeTooLarge
+		case http.StatusServiceUnavailable:
+			outcome = OutcomeBusy
+			w.Header().Set("Retry-After", RetryAfter)
+		}
+		rc.fail(w, status, outcome, err)
+		return
+	}
 	if !rc.acquire(r.Context()) {
 		w.Header().Set("Retry-After", RetryAfter)
 		rc.fail(w, http.StatusServiceUnavailable, OutcomeBusy, fmt.Errorf("%d OTLP requests already being decoded; retry later", cap(rc.slots)))
 		return
 	}
 	defer rc.release()
-	body, status, err := rc.read(w, r)
+	body, status, err := rc.decompress(raw, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		outcome := OutcomeBadRequest
 		if status == http.StatusRequestEntityTooLarge {
@@ -321,31 +349,62 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(out)
 }
 
-func (rc *Receiver) read(w http.ResponseWriter, r *http.Request) ([]byte, int, error) {
+// receive reads an OTLP/HTTP body as sent (compressed or not), up to
+// MaxBody bytes, charging each chunk to the wire budget as it arrives.
+// held is what it charged, to be given back when the request is done.
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte, held int64, status int, err error) {
 	if r.ContentLength > rc.opts.MaxBody {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
+		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
 	}
-	var src io.Reader = http.MaxBytesReader(w, r.Body, rc.opts.MaxBody)
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
-	case "", "identity":
-	case "gzip":
-		gz, err := gzip.NewReader(src)
-		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
-		}
-		defer gz.Close()
-		src = gz
+	case "", "identity", "gzip":
 	default:
-		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", r.Header.Get("Content-Encoding"))
+		return nil, 0, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", r.Header.Get("Content-Encoding"))
 	}
-	// The limit also bounds the decoded size (a gzip bomb).
-	body, err := io.ReadAll(io.LimitReader(src, rc.opts.MaxBody+1))
-	var mbe *http.MaxBytesError
+	src := http.MaxBytesReader(w, r.Body, rc.opts.MaxBody)
+	var buf bytes.Buffer
+	chunk := make([]byte, 32<<10)
+	for {
+		n, rerr := src.Read(chunk)
+		if n > 0 {
+			if lim := rc.opts.MaxWireBytes; lim > 0 && rc.wire.Add(int64(n)) > lim {
+				rc.wire.Add(-int64(n))
+				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", lim)
+			} else if lim <= 0 {
+				rc.wire.Add(int64(n))
+			}
+			held += int64(n)
+			buf.Write(chunk[:n])
+		}
+		var mbe *http.MaxBytesError
+		switch {
+		case rerr == io.EOF:
+			return buf.Bytes(), held, 0, nil
+		case errors.As(rerr, &mbe):
+			return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
+		case rerr != nil:
+			return nil, held, http.StatusBadRequest, fmt.Errorf("reading body: %w", rerr)
+		}
+	}
+}
+
+// decompress undoes the body's content encoding. The body limit also
+// bounds the decoded size (a gzip bomb).
+func (rc *Receiver) decompress(raw []byte, encoding string) ([]byte, int, error) {
+	if !strings.EqualFold(encoding, "gzip") {
+		return raw, 0, nil
+	}
+	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+	}
+	defer gz.Close()
+	body, err := io.ReadAll(io.LimitReader(gz, rc.opts.MaxBody+1))
 	switch {
-	case errors.As(err, &mbe), int64(len(body)) > rc.opts.MaxBody:
+	case int64(len(body)) > rc.opts.MaxBody:
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
 	case err != nil:
-		return nil, http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
 	}
 	return body, 0, nil
 }

@@ -130,6 +130,8 @@ type Alert struct {
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
 	State       string            `json:"state"`
+	// ActiveAt is when the alert's expression first held (pending).
+	ActiveAt time.Time `json:"activeAt"`
 }
 
 // Alerts returns the pending and firing alerts of the Prometheus at base.

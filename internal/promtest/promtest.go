@@ -29,6 +29,9 @@ type Options struct {
 	// Flags are extra command-line flags, e.g.
 	// --enable-feature=created-timestamp-zero-ingestion.
 	Flags []string
+	// Agent starts Prometheus in agent mode (scrape and remote_write
+	// only; its storage flag differs).
+	Agent bool
 	// Ready bounds the wait for /-/ready once the binary is built;
 	// zero means one minute.
 	Ready time.Duration
@@ -68,12 +71,20 @@ func Start(t testing.TB, o Options) *Prometheus {
 		t.Fatal(err)
 	}
 	addr := FreeAddr(t)
-	args := append([]string{
+	storage := "--storage.tsdb.path="
+	if o.Agent {
+		storage = "--storage.agent.path="
+	}
+	args := []string{
 		"--config.file=" + cfg,
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		storage + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
-	}, o.Flags...)
+	}
+	if o.Agent {
+		args = append(args, "--agent")
+	}
+	args = append(args, o.Flags...)
 	logPath := filepath.Join(dir, "prometheus.log")
 	p := &Prometheus{URL: "http://" + addr, Dir: dir}
 	p.proc, err = promproc.StartProcess("prometheus", bin, args, dir, logPath, p.URL)

@@ -31,7 +31,8 @@ import (
 //     σ_d = r_d·√(CV² + 1/(r_d·W)), z_d = 1.645 (such a run is below the
 //     floor in 95% of evaluations). A shorter window sees a drop sooner;
 //     the search stops at the first one that still sees it reliably.
-//   - Latency: "pQ above X" is "more than a tail fraction t = 1 − Q of the
+//   - Latency, for Q = 0.95, 0.99 and the median (median.go explains
+//     why): "pQ above X" is "more than a tail fraction t = 1 − Q of the
 //     requests slower than X", read exactly from the classic bucket at
 //     le = X, where X = band max × (1 + LatencyRise), in seconds rounded
 //     to the microsecond as the exporter's bucket edges are. The alert compares the observed slow fraction with the
@@ -243,6 +244,10 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		}
 		c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
 	}
+	// The median test comes after p95 and p99: c.Latency[0] stays p95.
+	if b, ok := medianBound(env.Latency.Median, tol.LatencyRise, overallN, c.Z); ok {
+		c.Latency = append(c.Latency, b)
+	}
 
 	// Endpoints, in key order.
 	keys := make([]string, 0, len(env.Endpoints))
@@ -275,6 +280,9 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		}
 		if ep.P99.Max > 0 {
 			b.Latency = append(b.Latency, latencyBound(0.99, ep.P99, tol.LatencyRise, n, c.Z))
+		}
+		if m, ok := medianBound(ep.Median, tol.LatencyRise, n, c.Z); ok && len(b.Latency) > 0 {
+			b.Latency = append(b.Latency, m)
 		}
 		if len(b.Latency) == 0 {
 			return nil, missing(field+".p95.max", "an endpoint needs a p95 or p99 band")

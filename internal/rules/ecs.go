@@ -32,9 +32,15 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 	if env == nil || env.ECS == nil {
 		return nil, nil
 	}
+	s, err := newScope(env, o)
+	if err != nil {
+		return nil, err
+	}
 	e := env.ECS
 	cpu := c6.ECSContainerCPUUsage.Name
-	rec := RuleGroup{Name: "envelope-ecs.rules", Rules: []Rule{
+	// ECS series describe the service, not a k6 test: the envelope's
+	// match selects only the request counter they are divided by.
+	rec := RuleGroup{Name: s.group("ecs.rules"), Rules: []Rule{
 		{Record: c6.RecECSTaskCPUUtilisation, Expr: fmt.Sprintf(
 			"sum without (container_name) (rate(%s[1m])) / %s", cpu, c6.ECSTaskCPULimit.Name)},
 		{Record: c6.RecECSTaskMemoryUtilisation, Expr: fmt.Sprintf(
@@ -43,8 +49,11 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 			"%s / %s", c6.ECSContainerMemoryWorkingSet.Name, c6.ECSContainerMemoryLimit.Name)},
 		{Record: c6.RecECSCPUSecondsPerRequest, Expr: fmt.Sprintf(
 			"sum (rate(%[1]s[%[3]s])) / sum (rate(%[2]s[%[3]s])) and sum (rate(%[2]s[%[3]s])) > 0",
-			cpu, reqs, ecsCPUPerRequestWindowSpec)},
+			cpu, reqs+s.sel(), ecsCPUPerRequestWindowSpec)},
 	}}
+	for i := range rec.Rules {
+		rec.Rules[i].Labels = map[string]string{EnvelopeLabel: s.name}
+	}
 
 	band := func(b envelope.Band) string {
 		if b.N == 0 {
@@ -60,7 +69,7 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 	alerts := []Rule{
 		{
 			Alert:  AlertECSCPUSaturated,
-			Expr:   fmt.Sprintf("%s >= %s", c6.RecECSTaskCPUUtilisation, ratio),
+			Expr:   fmt.Sprintf("%s >= %s", s.rec(c6.RecECSTaskCPUUtilisation), ratio),
 			For:    "5m",
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: ann(o, AlertECSCPUSaturated, "An ECS task is using its whole CPU limit.",
@@ -70,7 +79,7 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 		{
 			Alert: AlertECSMemoryNearLimit,
 			Expr: fmt.Sprintf("%s >= %s or %s >= %s",
-				c6.RecECSTaskMemoryUtilisation, ratio, c6.RecECSContainerMemoryUtilisation, ratio),
+				s.rec(c6.RecECSTaskMemoryUtilisation), ratio, s.rec(c6.RecECSContainerMemoryUtilisation), ratio),
 			For:    "5m",
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: ann(o, AlertECSMemoryNearLimit, "An ECS task's working set is near its memory limit.",
@@ -106,7 +115,7 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 		limit := round4(b.Max * (1 + ecsCPUPerRequestTolerance))
 		alerts = append(alerts, Rule{
 			Alert:  AlertECSCPUPerRequestHigh,
-			Expr:   fmt.Sprintf("%s > %s", c6.RecECSCPUSecondsPerRequest, fmtFloat(limit)),
+			Expr:   fmt.Sprintf("%s > %s", s.rec(c6.RecECSCPUSecondsPerRequest), fmtFloat(limit)),
 			For:    "10m",
 			Labels: map[string]string{"severity": "warning"},
 			Annotations: ann(o, AlertECSCPUPerRequestHigh, "The service spends more CPU per request than in the envelope.",
@@ -114,5 +123,8 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 					ecsCPUPerRequestWindowSpec, fmtFloat(round4(b.Min)), fmtFloat(round4(b.Max)), pct(ecsCPUPerRequestTolerance))),
 		})
 	}
-	return []RuleGroup{rec, {Name: "envelope-ecs.alerts", Rules: alerts}}, nil
+	for i := range alerts {
+		alerts[i].Labels = s.labels(alerts[i].Labels)
+	}
+	return []RuleGroup{rec, {Name: s.group("ecs.alerts"), Rules: alerts}}, nil
 }

@@ -59,7 +59,7 @@ func TestECSGroup(t *testing.T) {
 			}
 			var got []string
 			for _, g := range f.Groups {
-				if !strings.HasPrefix(g.Name, "envelope-ecs") {
+				if !strings.HasSuffix(g.Name, "-ecs.rules") && !strings.HasSuffix(g.Name, "-ecs.alerts") {
 					continue
 				}
 				for _, r := range g.Rules {
@@ -95,9 +95,9 @@ func TestECSPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &testBuilder{c: c, o: DefaultOptions(), f: f, rule: map[string][]Rule{}}
-	for _, r := range f.Alerts() {
-		b.rule[r.Alert] = append(b.rule[r.Alert], r)
+	b, err := newTestBuilder(env, f, c, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
 	const limit = 536870912.0 // 512 MiB
 	hot := map[string]string{"instance": "10.0.0.1:19466", "job": "ecs"}

@@ -39,89 +39,100 @@ const (
 )
 
 func buildRecording(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
-	q := func(phi, by string) string {
-		return fmt.Sprintf("histogram_quantile(%s, sum by (%s) (rate(%s[1m]))) or histogram_quantile(%s, sum by (%s, le) (rate(%s_bucket[1m])))",
-			phi, by, duration, phi, by, duration)
+	s, err := newScope(env, o)
+	if err != nil {
+		return nil, err
 	}
-	ratio := func(by string) string {
-		return fmt.Sprintf(`(sum by (%[1]s) (rate(%[2]s{condition="nonzero"}[1m])) or 0 * sum by (%[1]s) (rate(%[2]s[1m]))) / sum by (%[1]s) (rate(%[2]s[1m]))`, by, failed)
+	// Quantiles for the dashboards: native histogram first, the classic
+	// buckets where no native one is scraped.
+	q := func(phi string, extra ...string) string {
+		return fmt.Sprintf("histogram_quantile(%s, %s) or histogram_quantile(%s, %s)",
+			phi, s.sum(fmt.Sprintf("rate(%s%s[1m])", duration, s.sel()), extra...),
+			phi, s.sum(fmt.Sprintf("rate(%s_bucket%s[1m])", duration, s.sel()), append(extra, "le")...))
 	}
-	g := RuleGroup{Name: "envelope-k6.rules", Rules: []Rule{
-		{Record: c6.RecThroughput, Expr: fmt.Sprintf("sum by (testid) (rate(%s[1m]))", reqs)},
-		{Record: c6.RecIterationRate, Expr: fmt.Sprintf("sum by (testid) (rate(%s[1m]))", iters)},
-		{Record: c6.RecErrorRatio, Expr: ratio("testid")},
-		{Record: c6.RecLatencyP50, Expr: q("0.5", "testid")},
-		{Record: c6.RecLatencyP95, Expr: q("0.95", "testid")},
-		{Record: c6.RecLatencyP99, Expr: q("0.99", "testid")},
-		{Record: c6.RecThroughputCV, Expr: fmt.Sprintf("stddev_over_time(%[1]s[10m]) / avg_over_time(%[1]s[10m])", c6.RecThroughput)},
-		{Record: c6.RecEndpointRate, Expr: fmt.Sprintf("sum by (testid, name) (rate(%s[1m]))", reqs)},
-		{Record: c6.RecEndpointErrorRatio, Expr: ratio("testid, name")},
-		{Record: c6.RecEndpointP50, Expr: q("0.5", "testid, name")},
-		{Record: c6.RecEndpointP95, Expr: q("0.95", "testid, name")},
-		{Record: c6.RecEndpointP99, Expr: q("0.99", "testid, name")},
-		{Record: c6.RecThroughputPerVU, Expr: fmt.Sprintf("%s / on (testid) sum by (testid) (%s)", c6.RecThroughput, vus)},
-		{Record: c6.RecThroughputVsEnvelope, Expr: fmt.Sprintf("%s / %s", c6.RecThroughput, fmtFloat(c.Throughput.Mean))},
-		{Record: c6.RecLatencyP95VsEnvelope, Expr: fmt.Sprintf("%s / %s", c6.RecLatencyP95, fmtFloat(c.Latency[0].BandMax/1000))},
+	ratio := func(extra ...string) string {
+		all := s.sum(fmt.Sprintf("rate(%s%s[1m])", failed, s.sel()), extra...)
+		return fmt.Sprintf(`(%s or 0 * %s) / %s`, s.sum(fmt.Sprintf("rate(%s%s[1m])", failed, s.sel(`condition="nonzero"`)), extra...), all, all)
+	}
+	rate := func(metric string, extra ...string) string {
+		return s.sum(fmt.Sprintf("rate(%s%s[1m])", metric, s.sel()), extra...)
+	}
+	rec := func(name, expr string) Rule {
+		return Rule{Record: name, Expr: expr, Labels: map[string]string{EnvelopeLabel: s.name}}
+	}
+	g := RuleGroup{Name: s.group("k6.rules"), Rules: []Rule{
+		rec(c6.RecThroughput, rate(reqs)),
+		rec(c6.RecIterationRate, rate(iters)),
+		rec(c6.RecErrorRatio, ratio()),
+		rec(c6.RecLatencyP50, q("0.5")),
+		rec(c6.RecLatencyP95, q("0.95")),
+		rec(c6.RecLatencyP99, q("0.99")),
+		rec(c6.RecThroughputCV, fmt.Sprintf("stddev_over_time(%[1]s[10m]) / avg_over_time(%[1]s[10m])", s.rec(c6.RecThroughput))),
+		rec(c6.RecEndpointRate, rate(reqs, "name")),
+		rec(c6.RecEndpointErrorRatio, ratio("name")),
+		rec(c6.RecEndpointP50, q("0.5", "name")),
+		rec(c6.RecEndpointP95, q("0.95", "name")),
+		rec(c6.RecEndpointP99, q("0.99", "name")),
+		rec(c6.RecThroughputPerVU, fmt.Sprintf("%s / %s %s", s.rec(c6.RecThroughput), s.on(), s.sum(vus+s.vuSel()))),
+		rec(c6.RecThroughputVsEnvelope, fmt.Sprintf("%s / %s", s.rec(c6.RecThroughput), fmtFloat(c.Throughput.Mean))),
+		rec(c6.RecLatencyP95VsEnvelope, fmt.Sprintf("%s / %s", s.rec(c6.RecLatencyP95), fmtFloat(c.Latency[0].BandMax/1000))),
 	}}
 	return []RuleGroup{g}, nil
 }
 
-// fullWindow is true for a testid once its request counter has existed
+// fullWindow is true for a test once its request counter has existed
 // for a whole window, so a rate is not read off a partly filled window.
-func fullWindow(w string) string {
-	return fmt.Sprintf("sum by (testid) (%s offset %s)", reqs, w)
+func fullWindow(s scope, w string) string {
+	return s.sum(fmt.Sprintf("%s%s offset %s", reqs, s.sel(), w))
 }
 
 // running is true while the test has active VUs.
-func running() string { return fmt.Sprintf("sum by (testid) (%s) > 0", vus) }
+func running(s scope) string { return s.sum(vus+s.vuSel()) + " > 0" }
 
 // slowFraction is the alert condition "more than the tail fraction of the
-// requests slower than X", exact on the classic bucket at le=X with the
-// native histogram as fallback when that bucket is not exposed.
-func slowFraction(series, sel string, b LatencyBound, z float64, w string) string {
-	m := func(extra string) string {
-		parts := []string{}
-		if sel != "" {
-			parts = append(parts, sel)
-		}
-		if extra != "" {
-			parts = append(parts, extra)
-		}
-		if len(parts) == 0 {
-			return ""
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	}
+// requests slower than X". It is exact on the classic bucket at le=X; the
+// native histogram's estimate judges only the tests for which that bucket
+// is not exposed, so where both are scraped the estimate never fires
+// against the exact figure.
+func slowFraction(s scope, series, endpointSel string, b LatencyBound, z float64, w string) string {
 	tail := fmtFloat(b.Tail)
 	v := fmtFloat(round4(b.Tail * (1 - b.Tail)))
 	zs := fmtFloat(round4(z))
 	corr := fmtFloat(round4(binomialCorrection(b.Tail, z)))
 	x := fmtFloat(b.Threshold)
-	inf := fmt.Sprintf("%s_bucket%s", series, m(`le="+Inf"`))
-	classic := fmt.Sprintf("(1 - sum by (testid) (rate(%s_bucket%s[%s])) / sum by (testid) (rate(%s[%s])))", series, m(`le="`+b.Le+`"`), w, inf, w)
-	classicN := fmt.Sprintf("sum by (testid) (increase(%s[%s]))", inf, w)
-	native := fmt.Sprintf("(1 - histogram_fraction(0, %s, sum by (testid) (rate(%s%s[%s]))))", x, series, m(""), w)
-	nativeN := fmt.Sprintf("histogram_count(sum by (testid) (increase(%s%s[%s])))", series, m(""), w)
+	le := series + "_bucket" + s.sel(endpointSel, `le="`+b.Le+`"`)
+	inf := series + "_bucket" + s.sel(endpointSel, `le="+Inf"`)
+	native := series + s.sel(endpointSel)
+	classicF := fmt.Sprintf("(1 - %s / %s)", s.sum(fmt.Sprintf("rate(%s[%s])", le, w)), s.sum(fmt.Sprintf("rate(%s[%s])", inf, w)))
+	classicN := s.sum(fmt.Sprintf("increase(%s[%s])", inf, w))
+	nativeF := fmt.Sprintf("(1 - histogram_fraction(0, %s, %s))", x, s.sum(fmt.Sprintf("rate(%s[%s])", native, w)))
+	nativeN := fmt.Sprintf("histogram_count(%s)", s.sum(fmt.Sprintf("increase(%s[%s])", native, w)))
+	classicPresent := fmt.Sprintf("count by (%s) (%s)", s.by(), le)
 	bound := func(n string) string {
 		return fmt.Sprintf("(%s + %s * sqrt(%s / %s) + %s / %s)", tail, zs, v, n, corr, n)
 	}
-	return fmt.Sprintf("(%s > %s or %s > %s)", classic, bound(classicN), native, bound(nativeN))
+	return fmt.Sprintf("(%s > %s or (%s > %s unless %s %s))", classicF, bound(classicN), nativeF, bound(nativeN), s.on(), classicPresent)
 }
 
-func errorsCondition(c *Calibration, w string) string {
-	nz := failed + `{condition="nonzero"}`
+func errorsCondition(s scope, c *Calibration, w string) string {
+	nz := failed + s.sel(`condition="nonzero"`)
 	if c.Errors.Zero {
-		return fmt.Sprintf("(sum by (testid) (increase(%[1]s[%[2]s])) > 0 or sum by (testid) (%[1]s unless %[1]s offset %[2]s) > 0)", nz, w)
+		return fmt.Sprintf("(%s > 0 or %s > 0)", s.sum(fmt.Sprintf("increase(%s[%s])", nz, w)), s.sum(fmt.Sprintf("%[1]s unless %[1]s offset %[2]s", nz, w)))
 	}
 	p := c.Errors.Ratio
-	n := fmt.Sprintf("sum by (testid) (increase(%s[%s]))", failed, w)
-	return fmt.Sprintf("(sum by (testid) (rate(%s[%s])) / sum by (testid) (rate(%s[%s])) > (%s + %s * sqrt(%s / %s) + %s / %s))",
-		nz, w, failed, w, fmtFloat(p), fmtFloat(round4(c.Z)), fmtFloat(p*(1-p)), n, fmtFloat(round4(binomialCorrection(p, c.Z))), n)
+	n := s.sum(fmt.Sprintf("increase(%s%s[%s])", failed, s.sel(), w))
+	return fmt.Sprintf("(%s / %s > (%s + %s * sqrt(%s / %s) + %s / %s))",
+		s.sum(fmt.Sprintf("rate(%s[%s])", nz, w)), s.sum(fmt.Sprintf("rate(%s%s[%s])", failed, s.sel(), w)),
+		fmtFloat(p), fmtFloat(round4(c.Z)), fmtFloat(p*(1-p)), n, fmtFloat(round4(binomialCorrection(p, c.Z))), n)
 }
 
 func quantileName(q float64) string { return "p" + strings.TrimPrefix(fmtFloat(q*100), "0") }
 
 func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
+	s, err := newScope(env, o)
+	if err != nil {
+		return nil, err
+	}
 	w := c.WindowStr
 	t := c.Throughput
 	tw := t.WindowStr
@@ -132,8 +143,8 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 	// a 6-minute run must show a 2×tolerance drop within window + for.
 	rs = append(rs, Rule{
 		Alert: AlertThroughputLow,
-		Expr: fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s and on (testid) %s and on (testid) %s",
-			reqs, tw, fmtFloat(t.Floor), fullWindow(tw), running()),
+		Expr: fmt.Sprintf("%s < %s and %s %s and %s %s",
+			s.sum(fmt.Sprintf("rate(%s%s[%s])", reqs, s.sel(), tw)), fmtFloat(t.Floor), s.on(), fullWindow(s, tw), s.on(), running(s)),
 		For:    "1m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertThroughputLow, "Throughput of the k6 test is below the envelope band.",
@@ -144,8 +155,8 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 	cv := c.CV
 	rs = append(rs, Rule{
 		Alert: AlertThroughputUnstable,
-		Expr: fmt.Sprintf("%s > %s and on (testid) %s and on (testid) %s",
-			c6.RecThroughputCV, fmtFloat(cv.Bound), fullWindow("11m"), running()),
+		Expr: fmt.Sprintf("%s > %s and %s %s and %s %s",
+			s.rec(c6.RecThroughputCV), fmtFloat(cv.Bound), s.on(), fullWindow(s, "11m"), s.on(), running(s)),
 		For:    "5m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertThroughputUnstable, "Throughput of the k6 test varies more than the envelope allows.",
@@ -157,7 +168,7 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		qn := quantileName(b.Quantile)
 		rs = append(rs, Rule{
 			Alert:  AlertLatencyHigh,
-			Expr:   slowFraction(duration, "", b, c.Z, w) + " and on (testid) " + running(),
+			Expr:   slowFraction(s, duration, "", b, c.Z, w) + " and " + s.on() + " " + running(s),
 			For:    "1m",
 			Labels: map[string]string{"severity": "warning", "quantile": fmtFloat(b.Quantile)},
 			Annotations: ann(o, AlertLatencyHigh, "Request latency of the k6 test is above the envelope band.",
@@ -168,7 +179,7 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 
 	rs = append(rs, Rule{
 		Alert:  AlertRequestsFailing,
-		Expr:   errorsCondition(c, w),
+		Expr:   errorsCondition(s, c, w),
 		For:    "1m",
 		Labels: map[string]string{"severity": "critical"},
 		Annotations: ann(o, AlertRequestsFailing, "Requests of the k6 test are failing.",
@@ -177,17 +188,18 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 
 	// The floor is calibrated for the throughput window, so the
 	// saturation alert reads throughput over that window too.
-	sat := fmt.Sprintf("sum by (testid) (rate(%s[%s])) < %s", reqs, tw, fmtFloat(t.Floor))
+	reqRate := s.sum(fmt.Sprintf("rate(%s%s[%s])", reqs, s.sel(), tw))
+	sat := fmt.Sprintf("%s < %s", reqRate, fmtFloat(t.Floor))
 	satWhat := fmt.Sprintf("{{ $value | humanize }} req/s against a floor of %s req/s", fmtFloat(t.Floor))
 	if t.FloorPerVU > 0 {
-		sat = fmt.Sprintf("sum by (testid) (rate(%s[%s])) / sum by (testid) (%s) < %s", reqs, tw, vus, fmtFloat(t.FloorPerVU))
+		sat = fmt.Sprintf("%s / %s %s < %s", reqRate, s.on(), s.sum(vus+s.vuSel()), fmtFloat(t.FloorPerVU))
 		satWhat = fmt.Sprintf("{{ $value | humanize }} req/s per VU against a floor of %s (%s VUs in the envelope)", fmtFloat(t.FloorPerVU), strconv.Itoa(c.VUs))
 	}
 	p95 := c.Latency[0]
 	rs = append(rs, Rule{
 		Alert: AlertSaturation,
-		Expr: fmt.Sprintf("%s and on (testid) %s and on (testid) (%s or %s)",
-			sat, fullWindow(w), slowFraction(duration, "", p95, c.Z, w), errorsCondition(c, w)),
+		Expr: fmt.Sprintf("%s and %s %s and %s (%s or %s)",
+			sat, s.on(), fullWindow(s, w), s.on(), slowFraction(s, duration, "", p95, c.Z, w), errorsCondition(s, c, w)),
 		For:    "2m",
 		Labels: map[string]string{"severity": "critical"},
 		Annotations: ann(o, AlertSaturation, "The system under test looks saturated.",
@@ -205,16 +217,25 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 			"The envelope exporter target {{ $labels.instance }} ({{ $labels.job }}) reports up = {{ $value }}, or no target matches "+templateText(sel, "")+": k6 series and envelope alerts have no data."),
 	})
 
+	idle := fmt.Sprintf("%s unless %s %s > 0", running(s), s.on(), s.sum(fmt.Sprintf("rate(%s%s[2m])", reqs, s.sel())))
+	if s.perRequest {
+		// The VU gauge cannot carry a per-request tag: the test must have
+		// shown the match on its iterations.
+		idle = fmt.Sprintf("(%s) and %s %s", idle, s.on(), s.sum(fmt.Sprintf("%s%s", iters, s.sel())))
+	}
 	rs = append(rs, Rule{
 		Alert:  AlertNoTraffic,
-		Expr:   fmt.Sprintf("%s unless on (testid) sum by (testid) (rate(%s[2m])) > 0", running(), reqs),
+		Expr:   idle,
 		For:    "2m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertNoTraffic, "A k6 test is running but makes no requests.",
 			fmt.Sprintf("Test {{ $labels.testid }} has {{ $value }} active VUs but no HTTP requests over the last 2m; the envelope expects %s req/s.", fmtFloat(round4(t.Mean)))),
 	})
 
-	return []RuleGroup{{Name: "envelope-k6-alerts", Rules: rs}}, nil
+	for i := range rs {
+		rs[i].Labels = s.labels(rs[i].Labels)
+	}
+	return []RuleGroup{{Name: s.group("k6-alerts"), Rules: rs}}, nil
 }
 
 func errorsDescription(env *envelope.Envelope, c *Calibration, w string) string {
@@ -226,6 +247,10 @@ func errorsDescription(env *envelope.Envelope, c *Calibration, w string) string 
 }
 
 func buildEndpointAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
+	s, err := newScope(env, o)
+	if err != nil {
+		return nil, err
+	}
 	w := c.WindowStr
 	var rs []Rule
 	for _, e := range c.Endpoints {
@@ -237,9 +262,9 @@ func buildEndpointAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]R
 			}
 			rs = append(rs, Rule{
 				Alert:  AlertEndpointLatency,
-				Expr:   slowFraction(e.Series, e.Selector, b, c.Z, w) + " and on (testid) " + running(),
+				Expr:   slowFraction(s, e.Series, e.Selector, b, c.Z, w) + " and " + s.on() + " " + running(s),
 				For:    "1m",
-				Labels: map[string]string{"severity": "warning", "endpoint": templateText(e.Key, ""), "quantile": fmtFloat(b.Quantile)},
+				Labels: s.labels(map[string]string{"severity": "warning", "endpoint": templateText(e.Key, ""), "quantile": fmtFloat(b.Quantile)}),
 				Annotations: ann(o, AlertEndpointLatency, "Endpoint latency of the k6 test is above the envelope band.",
 					fmt.Sprintf("Test {{ $labels.testid }}, endpoint %s: {{ $value | humanizePercentage }} of its requests over the last %s took longer than %s ms, so %s is above it. The envelope's %s band for this endpoint is %s–%s ms; %s ms adds the %s tolerance.%s",
 						templateText(e.Key, ""), w, fmtMS(b.Threshold), qn, qn, fmtFloat(round4(b.BandMin)), fmtFloat(round4(b.BandMax)), fmtMS(b.Threshold), pct(b.Rise), need)),
@@ -249,7 +274,7 @@ func buildEndpointAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]R
 	var gs []RuleGroup
 	for i := 0; i < len(rs); i += maxRulesPerGroup {
 		end := min(i+maxRulesPerGroup, len(rs))
-		name := "envelope-k6-endpoint-alerts"
+		name := s.group("k6-endpoint-alerts")
 		if i > 0 {
 			name = fmt.Sprintf("%s-%d", name, i/maxRulesPerGroup+1)
 		}

@@ -79,6 +79,11 @@ type Options struct {
 	RunbookURL string
 	// Interval is the evaluation interval of every group.
 	Interval string
+	// TopologyLabels are kept by every aggregation besides testid (and
+	// name, le where the expression needs them); nil means
+	// DefaultTopologyLabels (job, namespace, cluster), an empty list
+	// keeps testid alone.
+	TopologyLabels []string
 }
 
 // DefaultOptions are the options of the committed rules.

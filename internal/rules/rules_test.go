@@ -59,8 +59,10 @@ func TestGeneratedRulesParseAndFollowConventions(t *testing.T) {
 			}
 			alerts := 0
 			for _, g := range f.Groups {
-				if len(g.Rules) > maxRulesPerGroup || len(g.Name) > 40 {
-					t.Errorf("group %s: %d rules, name length %d", g.Name, len(g.Rules), len(g.Name))
+				// The envelope's name is part of every group name; the
+				// rest follows the mixin limit of 40 characters.
+				if len(g.Rules) > maxRulesPerGroup || !strings.Contains(g.Name, env.Name) || len(g.Name)-len(env.Name) > 40 {
+					t.Errorf("group %s: %d rules, name length %d without the envelope name %q", g.Name, len(g.Rules), len(g.Name)-len(env.Name), env.Name)
 				}
 				for _, r := range g.Rules {
 					if _, err := p.ParseExpr(r.Expr); err != nil {
@@ -91,15 +93,24 @@ func TestGeneratedRulesParseAndFollowConventions(t *testing.T) {
 					}
 				}
 			}
-			// 8 overall alert rules plus one per endpoint band.
+			// 8 overall alert rules, the overall median test, and one per
+			// endpoint band (the median only beside a p95 or p99 test).
 			want := 8
+			if env.Latency.Median.Max > 0 {
+				want++
+			}
 			for _, e := range env.Endpoints {
+				tail := 0
 				if e.P95.Max > 0 {
-					want++
+					tail++
 				}
 				if e.P99.Max > 0 {
-					want++
+					tail++
 				}
+				if tail > 0 && e.Median.Max > 0 {
+					tail++
+				}
+				want += tail
 			}
 			if alerts != want {
 				t.Errorf("%d alert rules, want %d", alerts, want)
@@ -154,7 +165,11 @@ func TestEndpointNamesAreEscaped(t *testing.T) {
 		}
 	}
 	// The template-like name renders literally in the description.
-	b := &testBuilder{c: c}
+	tl, err := newTestLabels(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &testBuilder{c: c, tl: tl}
 	for _, r := range f.Alerts() {
 		if r.Labels["endpoint"] == templateText("tmpl {{ .Evil }} }}", "") {
 			e, err := b.expect(r, map[string]string{"testid": "t"}, 0.5)
@@ -248,6 +263,29 @@ func TestCalibrationFormulas(t *testing.T) {
 	// Expected bound at the seed rate: 5% + z·√(.0475/16830) + corr/16830.
 	n := 56.1 * 300
 	near("p95 expected bound", c.Latency[0].ExpectedBound, 0.05+3.0902*math.Sqrt(0.0475/n)+((3.0902*3.0902-1)*0.9/6+0.5)/n, 1e-5)
+	// The median test follows p95 and p99 (Latency[0] stays p95): more
+	// than half the window slower than the median band top × 1.1, with
+	// the binomial bound at t = 0.5 (its skew term vanishes, c = 0.5).
+	if len(c.Latency) != 3 || c.Latency[2].Quantile != MedianQuantile || c.Latency[2].Tail != 0.5 {
+		t.Fatalf("overall tests %+v, want p95, p99, median", c.Latency)
+	}
+	near("median edge", c.Latency[2].Threshold, 0.00715, 1e-9) // 6.5 ms × 1.1
+	near("median expected bound", c.Latency[2].ExpectedBound, 0.5+3.0902*math.Sqrt(0.25/n)+0.5/n, 1e-5)
+	// Endpoints get a median test exactly when they have a median band
+	// (actor_get has none in this envelope).
+	env := testEnvelopes(t)["seed.envelope.json"]
+	for _, e := range c.Endpoints {
+		has := false
+		for _, b := range e.Latency {
+			if b.Quantile == MedianQuantile {
+				has = true
+				near(e.Key+" median edge", b.Threshold, math.Round(env.Endpoints[e.Key].Median.Max*1.1*1000)/1e6, 1e-9)
+			}
+		}
+		if want := env.Endpoints[e.Key].Median.Max > 0; has != want {
+			t.Errorf("endpoint %s: median test %v, want %v", e.Key, has, want)
+		}
+	}
 	if got := LatencyEdges(c); len(got) < 4 || got[0] > got[len(got)-1] {
 		t.Errorf("edges %v", got)
 	}

@@ -65,16 +65,58 @@ type testBuilder struct {
 	c    *Calibration
 	o    Options
 	f    *RuleFile
+	s    scope
+	tl   *testLabels
 	in   []promtoolInput
 	rule map[string][]Rule
 }
 
+// unmatched is the testid of an input that the envelope's match refuses:
+// it is regressed, and must never fire.
+const unmatched = "unmatched"
+
+// add adds an input series. k6 series get the labels the envelope's
+// match selects, and their design testid is mapped to one it accepts;
+// the unmatched testid gets a label set the match refuses.
 func (b *testBuilder) add(name string, l map[string]string, values string) {
-	m := map[string]string{model.MetricNameLabel: name}
+	m := map[string]string{}
+	if name != "up" {
+		base := b.tl.in
+		if l["testid"] == unmatched {
+			base = b.tl.out
+		}
+		for k, v := range base {
+			if name == vus && perRequestTags[k] {
+				continue // k6 never puts per-request tags on the VU gauge
+			}
+			m[k] = v
+		}
+	}
 	for k, v := range l {
+		if k == "testid" && v != unmatched {
+			v = b.tl.testid(v)
+		}
 		m[k] = v
 	}
+	m[model.MetricNameLabel] = name
 	b.in = append(b.in, promtoolInput{Series: labels.FromMap(m).String(), Values: values})
+}
+
+// hasUnmatched is true when the envelope's match refuses some test, so an
+// unmatched input can prove the rules ignore it.
+func (b *testBuilder) hasUnmatched() bool {
+	if len(b.tl.ms) == 0 {
+		return false
+	}
+	if b.tl.out != nil {
+		return true
+	}
+	for _, m := range b.tl.ms {
+		if m.Name == "testid" && !m.Matches(unmatched) {
+			return true
+		}
+	}
+	return false
 }
 
 // linear is a counter growing by perSec each second from 0.
@@ -99,7 +141,7 @@ func tid(id string, extra ...string) map[string]string {
 // labels seriesLabels and value v.
 func (b *testBuilder) expect(r Rule, seriesLabels map[string]string, v float64) (expectAlert, error) {
 	defs := "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
-	data := template.AlertTemplateData(seriesLabels, nil, "", promql.Sample{F: v})
+	var data any
 	u, _ := url.Parse("")
 	expand := func(what, text string) (string, error) {
 		t := template.NewTemplateExpander(context.Background(), defs+text, "__alert_"+r.Alert, data, 0, nil, u, nil)
@@ -109,6 +151,24 @@ func (b *testBuilder) expect(r Rule, seriesLabels map[string]string, v float64) 
 		}
 		return s, nil
 	}
+	// The result series keeps the aggregation's labels: testid (mapped
+	// as add maps it) and the topology labels the match sets.
+	sl := map[string]string{}
+	for k, x := range seriesLabels {
+		if k == "testid" {
+			x = b.tl.testid(x)
+		}
+		sl[k] = x
+	}
+	if _, ok := sl["testid"]; ok {
+		for _, k := range b.s.keep {
+			if v, ok := b.tl.in[k]; ok {
+				sl[k] = v
+			}
+		}
+	}
+	seriesLabels = sl
+	data = template.AlertTemplateData(seriesLabels, nil, "", promql.Sample{F: v})
 	// Rule labels and annotations are both templates.
 	l := map[string]string{}
 	for k, x := range seriesLabels {
@@ -142,11 +202,27 @@ func (b *testBuilder) group(name, alert string, exp ...expectAlert) promtoolGrou
 	return g
 }
 
-// MarshalTests builds the promtool test file for the rules of f.
-func MarshalTests(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) ([]byte, error) {
-	b := &testBuilder{c: c, o: o, f: f, rule: map[string][]Rule{}}
+func newTestBuilder(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) (*testBuilder, error) {
+	s, err := newScope(env, o)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := newTestLabels(env)
+	if err != nil {
+		return nil, err
+	}
+	b := &testBuilder{c: c, o: o, f: f, s: s, tl: tl, rule: map[string][]Rule{}}
 	for _, r := range f.Alerts() {
 		b.rule[r.Alert] = append(b.rule[r.Alert], r)
+	}
+	return b, nil
+}
+
+// MarshalTests builds the promtool test file for the rules of f.
+func MarshalTests(env *envelope.Envelope, f *RuleFile, c *Calibration, o Options) ([]byte, error) {
+	b, err := newTestBuilder(env, f, c, o)
+	if err != nil {
+		return nil, err
 	}
 	var groups []promtoolGroup
 	for _, gen := range []func() (promtoolGroup, bool, error){
@@ -259,7 +335,8 @@ func slowDesign(bs []LatencyBound, regressed bool) map[string]float64 {
 	for _, lb := range bs {
 		f := lb.Tail / 5
 		if regressed {
-			f = math.Min(lb.Tail*5, 0.5)
+			// For the median test (tail 0.5), halfway from 0.5 to 1.
+			f = math.Min(lb.Tail*5, (1+lb.Tail)/2)
 		}
 		// Where two quantiles share an edge, the larger tail wins.
 		if cur, ok := out[lb.Le]; !ok || f > cur {
@@ -279,15 +356,60 @@ func (b *testBuilder) latencyHigh() (promtoolGroup, bool, error) {
 	reg := slowDesign(b.c.Latency, true)
 	b.buckets(duration, tid("regressed"), rate, reg)
 	b.vus("baseline", "regressed")
+	// A scrape with only the native histogram is judged on its estimate;
+	// one with both kinds on the exact classic bucket, even where the
+	// estimate alone would fire.
+	nativeSlow := 0.0
+	for _, f := range reg {
+		nativeSlow = math.Max(nativeSlow, f)
+	}
+	b.native(duration, tid("native-only"), rate, b.c.Latency, nativeSlow)
+	b.native(duration, tid("classic-exact"), rate, b.c.Latency, nativeSlow)
+	b.buckets(duration, tid("classic-exact"), rate, slowDesign(b.c.Latency, false))
+	b.vus("native-only", "classic-exact")
+	if b.hasUnmatched() {
+		b.buckets(duration, tid(unmatched), rate, reg)
+		b.vus(unmatched)
+	}
 	var exp []expectAlert
 	for i, lb := range b.c.Latency {
 		e, err := b.expect(rs[i], tid("regressed"), reg[lb.Le])
 		if err != nil {
 			return promtoolGroup{}, false, err
 		}
-		exp = append(exp, e)
+		n, err := b.expect(rs[i], tid("native-only"), nativeSlow)
+		if err != nil {
+			return promtoolGroup{}, false, err
+		}
+		exp = append(exp, e, n)
 	}
-	return b.group(AlertLatencyHigh+" fires when too many requests are slower than the band edge", AlertLatencyHigh, exp...), true, nil
+	return b.group(AlertLatencyHigh+" fires when too many requests are slower than the band edge, on the classic bucket where it is scraped and on the native estimate where only that is", AlertLatencyHigh, exp...), true, nil
+}
+
+// native adds a native histogram (schema 0) of reqPerSec observations a
+// second, a fraction slow of them in a bucket wholly above every
+// threshold of bs and the rest in one wholly below, so the estimated slow
+// fraction equals slow exactly.
+func (b *testBuilder) native(series string, l map[string]string, reqPerSec float64, bs []LatencyBound, slow float64) {
+	lo, hi := math.Inf(1), 0.0
+	for _, lb := range bs {
+		lo, hi = math.Min(lo, lb.Threshold), math.Max(hi, lb.Threshold)
+	}
+	// Bucket i of schema 0 holds (2^(i-1), 2^i].
+	fastIdx := int(math.Floor(math.Log2(lo))) - 1
+	slowIdx := int(math.Ceil(math.Log2(hi))) + 1
+	n := reqPerSec * testStep.Seconds()
+	nSlow := math.Round(n * slow)
+	bk := make([]string, slowIdx-fastIdx+1)
+	for i := range bk {
+		bk[i] = "0"
+	}
+	bk[0] = fmtFloat(n - nSlow)
+	bk[len(bk)-1] = fmtFloat(nSlow)
+	sum := (n-nSlow)*math.Pow(2, float64(fastIdx)) + nSlow*math.Pow(2, float64(slowIdx))
+	step := fmt.Sprintf("{{schema:0 sum:%s count:%s offset:%d buckets:[%s]}}", fmtFloat(round2(sum)), fmtFloat(n), fastIdx, strings.Join(bk, " "))
+	zero := "{{schema:0 sum:0 count:0}}"
+	b.add(series, l, fmt.Sprintf("%s+%sx%d", zero, step, testSteps))
 }
 
 func (b *testBuilder) endpointLatency() (promtoolGroup, bool, error) {
@@ -354,6 +476,9 @@ func (b *testBuilder) requestsFailing() (promtoolGroup, bool, error) {
 	base, reg := b.errorDesign()
 	b.failedSeries("baseline", rate, base)
 	b.failedSeries("regressed", rate, reg)
+	if b.hasUnmatched() {
+		b.failedSeries(unmatched, rate, reg)
+	}
 	v := reg
 	if b.c.Errors.Zero {
 		v = rate * reg * b.c.Window.Seconds() // failed requests in one window
@@ -416,6 +541,7 @@ func (b *testBuilder) noTraffic() (promtoolGroup, bool, error) {
 		return promtoolGroup{}, false, nil
 	}
 	b.add(reqs, tid("baseline"), linear(round2(b.c.Throughput.Mean)))
+	b.add(iters, tid("regressed"), linear(1))
 	b.vus("baseline", "regressed")
 	e, err := b.expect(rs[0], tid("regressed"), float64(max(b.c.VUs, 1)))
 	return b.group(AlertNoTraffic+" fires when VUs are active but no requests are counted", AlertNoTraffic, e), true, err

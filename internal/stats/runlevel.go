@@ -145,21 +145,7 @@ func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 		method += ", candidate sampling error from its samples"
 	}
 	method += ")"
-	se := math.Sqrt(se2)
-	diff := mc - mb
-	tq := TQuantile(1-(1-confidence)/2, df)
-	r := RatioCI{
-		Ratio:      math.Exp(diff),
-		Low:        math.Exp(diff - tq*se),
-		High:       math.Exp(diff + tq*se),
-		Confidence: confidence,
-		LogDiff:    diff,
-		SE:         se,
-		DF:         df,
-		Method:     method,
-	}
-	r.MDC = math.Expm1((tq + TQuantile(0.8, df)) * se)
-	return r, nil
+	return logRatioCI(mc-mb, math.Sqrt(se2), df, confidence, method), nil
 }
 
 func knownVar(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }

@@ -115,9 +115,16 @@ func WelchLog(base, cand LogMoments, confidence float64) (RatioCI, error) {
 			df = float64(base.N + cand.N - 2)
 		}
 	}
-	diff := cand.Mean - base.Mean
+	return logRatioCI(cand.Mean-base.Mean, se, df, confidence, method), nil
+}
+
+// logRatioCI is the ratio interval of a difference of mean logs diff
+// with standard error se on df degrees of freedom, and its minimum
+// detectable change: the shift whose test reaches the two-sided level
+// with 80% power, (t_{1-a/2} + t_{0.8}) * SE.
+func logRatioCI(diff, se, df, confidence float64, method string) RatioCI {
 	tq := TQuantile(1-(1-confidence)/2, df)
-	r := RatioCI{
+	return RatioCI{
 		Ratio:      math.Exp(diff),
 		Low:        math.Exp(diff - tq*se),
 		High:       math.Exp(diff + tq*se),
@@ -126,9 +133,6 @@ func WelchLog(base, cand LogMoments, confidence float64) (RatioCI, error) {
 		SE:         se,
 		DF:         df,
 		Method:     method,
+		MDC:        math.Expm1((tq + TQuantile(0.8, df)) * se),
 	}
-	// Minimum detectable change: the shift whose test reaches the
-	// two-sided level with 80% power, (t_{1-a/2} + t_{0.8}) * SE.
-	r.MDC = math.Expm1((tq + TQuantile(0.8, df)) * se)
-	return r, nil
 }
