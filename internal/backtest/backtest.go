@@ -7,12 +7,8 @@
 package backtest
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -300,51 +296,12 @@ func (r *replay) read(path string, skip time.Duration) error {
 // scanNDJSON calls fn for each point (def nil) and each Metric line
 // (def set) of a k6 NDJSON file; errors carry the file and line.
 func scanNDJSON(path string, fn func(p *k6.Point, def *k6.MetricDef) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var in io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		in = gz
-	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	line := 0
-	var p k6.Point
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		isPoint, def, err := k6.ParseNDJSONLine(b, &p)
-		if err != nil {
-			return fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		if !isPoint {
-			if def != nil {
-				if err := fn(nil, def); err != nil {
-					return fmt.Errorf("%s:%d: %w", path, line, err)
-				}
-			}
-			continue
-		}
-		if err := fn(&p, nil); err != nil {
-			return fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", path, line, err)
-	}
-	return nil
+	return k6.ReadPointsFile(path, &k6.PointReader{
+		OnPoint:  func(p *k6.Point) error { return fn(p, nil) },
+		OnMetric: func(def *k6.MetricDef) error { return fn(nil, def) },
+		OnBad:    k6.FailOnBadLine,
+		MaxLine:  16 << 20,
+	})
 }
 
 // appender receives the scraped samples: the backtest's in-memory store,

@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"fmt"
@@ -196,7 +195,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.ingestLines("bench", SourceResults, false, bufio.NewReaderSize(&cycleReader{lines: lines, n: n}, 1<<16)); err != nil {
+				if _, err := s.ReplayReader("bench", &cycleReader{lines: lines, n: n}); err != nil {
 					b.Fatal(err)
 				}
 				runtime.GC()

@@ -30,9 +30,6 @@
 package exporter
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +38,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -568,59 +564,66 @@ func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool)
 	return buf, true
 }
 
-// lineIngester parses NDJSON lines for one input, counting in batches.
+// lineIngester feeds NDJSON lines of one input through a k6.PointReader,
+// counting bad lines and batching the self-metrics.
 type lineIngester struct {
 	s       *Server
 	src     string
-	name    string // file name for logs
 	live    bool
 	buf     []byte
-	p       k6.Point
+	r       k6.PointReader
 	n       float64 // points not yet added to the self-metric
 	total   int
-	lineNo  int
 	newest  time.Time
 	pointsC prometheus.Counter
 }
 
 func (s *Server) newLineIngester(src, name string, live bool) *lineIngester {
-	return &lineIngester{s: s, src: src, name: name, live: live, buf: make([]byte, 0, 256), pointsC: s.points.WithLabelValues(src)}
+	li := &lineIngester{s: s, src: src, live: live, buf: make([]byte, 0, 256), pointsC: s.points.WithLabelValues(src)}
+	li.r = k6.PointReader{
+		Name: name,
+		// A line longer than the read buffer: k6 never writes one.
+		MaxLine: 64 << 10,
+		OnPoint: li.point,
+		OnMetric: func(def *k6.MetricDef) error {
+			s.defineMetric(src, def)
+			return nil
+		},
+		OnBad: li.bad,
+	}
+	return li
 }
 
-func (li *lineIngester) line(line []byte) {
-	li.lineNo++
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return
+// line takes one line of live input; bad lines are counted, never fatal.
+func (li *lineIngester) line(line []byte) { _ = li.r.Feed(line) }
+
+func (li *lineIngester) bad(e *k6.LineError) error {
+	reason := "malformed"
+	switch {
+	case errors.Is(e, k6.ErrLineTooLong):
+		reason = "line_too_long"
+	case errors.Is(e, k6.ErrNotImplemented):
+		reason = "parser_unavailable"
 	}
-	isPoint, def, err := k6.ParseNDJSONLine(line, &li.p)
-	if err != nil {
-		reason := "malformed"
-		if errors.Is(err, k6.ErrNotImplemented) {
-			reason = "parser_unavailable"
-		}
-		li.s.countBad(li.src, reason, fmt.Errorf("%s: line %d: %w", li.name, li.lineNo, err))
-		return
-	}
-	if !isPoint {
-		if def != nil {
-			li.s.defineMetric(li.src, def)
-		}
-		return
-	}
+	li.s.countBad(li.src, reason, fmt.Errorf("%s: line %d: %w", e.File, e.Line, e.Err))
+	return nil
+}
+
+func (li *lineIngester) point(p *k6.Point) error {
 	var ok bool
-	li.buf, ok = li.s.ingestPoint(li.src, &li.p, li.buf)
+	li.buf, ok = li.s.ingestPoint(li.src, p, li.buf)
 	li.total++
 	if !ok {
-		return
+		return nil
 	}
 	li.n++
-	if li.p.Time.After(li.newest) {
-		li.newest = li.p.Time
+	if p.Time.After(li.newest) {
+		li.newest = p.Time
 	}
 	if li.n >= 4096 {
 		li.flush()
 	}
+	return nil
 }
 
 // flush publishes batched self-metrics.
@@ -644,47 +647,18 @@ func (li *lineIngester) flush() {
 // summary JSON, an empty file, something that is not k6 output) is an
 // error, so a wrong path is not mistaken for a replayed run.
 func (s *Server) ReplayFile(path string) (int, error) {
-	f, err := os.Open(path)
+	in, err := k6.OpenInput(path)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("%s: broken gzip stream: %w", path, err)
-		}
-		defer gz.Close()
-		br = bufio.NewReaderSize(gz, 1<<16)
-	}
+	defer in.Close()
 	var n int
-	if head, _ := br.Peek(len("metric_name,")); string(head) == "metric_name," {
-		run, err := k6.LoadReader(path, br, k6.LoadOptions{KeepPoints: true, Lenient: true})
-		if err != nil {
-			return 0, err
-		}
-		// CSV carries no Metric lines: custom metrics take the type the
-		// loader gave them (a trend unless a built-in), as summarize shows.
-		for name, m := range run.Metrics {
-			if m.Parent != name {
-				continue
-			}
-			if _, err := s.st.lookup(name); err != nil {
-				s.defineMetric(SourceResults, &k6.MetricDef{Name: name, Type: m.Type, Contains: m.Contains})
-			}
-		}
-		buf := make([]byte, 0, 256)
-		kept := 0
-		for i := range run.Points {
-			var ok bool
-			if buf, ok = s.ingestPoint(SourceResults, &run.Points[i], buf); ok {
-				kept++
-			}
-		}
-		s.points.WithLabelValues(SourceResults).Add(float64(kept))
-		n = len(run.Points)
-	} else if n, err = s.ingestLines(path, SourceResults, false, br); err != nil {
+	if head, _ := in.Peek(len("metric_name,")); string(head) == "metric_name," {
+		n, err = s.replayCSV(in)
+	} else {
+		n, err = s.ingestLines(in, SourceResults, false)
+	}
+	if err != nil {
 		return n, err
 	}
 	if n == 0 {
@@ -693,35 +667,49 @@ func (s *Server) ReplayFile(path string) (int, error) {
 	return n, nil
 }
 
-// ReplayReader ingests NDJSON from r, as ReplayFile does.
-func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
-	return s.ingestLines(name, SourceResults, false, bufio.NewReaderSize(r, 1<<16))
-}
-
-func (s *Server) ingestLines(name, src string, live bool, br *bufio.Reader) (int, error) {
-	li := s.newLineIngester(src, name, live)
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: k6 never writes one; skip it.
-			s.countBad(src, "line_too_long", fmt.Errorf("%s: line %d longer than %d bytes", name, li.lineNo+1, br.Size()))
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			li.lineNo++
+// replayCSV ingests a CSV result, which internal/k6 loads whole.
+func (s *Server) replayCSV(in *k6.Input) (int, error) {
+	run, err := k6.LoadReader(in.Name, in, k6.LoadOptions{KeepPoints: true, Lenient: true})
+	if err != nil {
+		return 0, err
+	}
+	// CSV carries no Metric lines: custom metrics take the type the
+	// loader gave them (a trend unless a built-in), as summarize shows.
+	for name, m := range run.Metrics {
+		if m.Parent != name {
 			continue
 		}
-		if len(line) > 0 {
-			li.line(line)
-		}
-		if err != nil {
-			li.flush()
-			if errors.Is(err, io.EOF) {
-				return li.total, nil
-			}
-			return li.total, fmt.Errorf("%s: %w", name, err)
+		if _, err := s.st.lookup(name); err != nil {
+			s.defineMetric(SourceResults, &k6.MetricDef{Name: name, Type: m.Type, Contains: m.Contains})
 		}
 	}
+	buf := make([]byte, 0, 256)
+	kept := 0
+	for i := range run.Points {
+		var ok bool
+		if buf, ok = s.ingestPoint(SourceResults, &run.Points[i], buf); ok {
+			kept++
+		}
+	}
+	s.points.WithLabelValues(SourceResults).Add(float64(kept))
+	return len(run.Points), nil
+}
+
+// ReplayReader ingests NDJSON from r, as ReplayFile does.
+func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
+	in, err := k6.NewInput(name, r)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	return s.ingestLines(in, SourceResults, false)
+}
+
+func (s *Server) ingestLines(in *k6.Input, src string, live bool) (int, error) {
+	li := s.newLineIngester(src, in.Name, live)
+	err := li.r.Read(in)
+	li.flush()
+	return li.total, err
 }
 
 // Follow tails a growing k6 NDJSON file as `tail -F` does, through

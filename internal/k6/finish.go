@@ -1,60 +1,11 @@
 package k6
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/envelope-dev/envelope/internal/stats"
 )
-
-// trendStat is one parsed k6 trend stat name.
-type trendStat struct {
-	name string
-	p    float64 // for med and p(N): the quantile in [0,1]; -1 otherwise
-}
-
-// parseStats checks k6 trend stat names: avg, min, med, max, count, p(N)
-// with N in [0,100].
-func parseStats(names []string) ([]trendStat, error) {
-	out := make([]trendStat, 0, len(names))
-	for _, n := range names {
-		n = strings.TrimSpace(n)
-		switch n {
-		case "avg", "min", "max", "count":
-			out = append(out, trendStat{n, -1})
-			continue
-		case "med":
-			out = append(out, trendStat{n, 0.5})
-			continue
-		}
-		if strings.HasPrefix(n, "p(") && strings.HasSuffix(n, ")") {
-			v, err := strconv.ParseFloat(n[2:len(n)-1], 64)
-			if err == nil && v >= 0 && v <= 100 {
-				out = append(out, trendStat{n, v / 100})
-				continue
-			}
-		}
-		return nil, fmt.Errorf("unknown trend stat %q (want avg, min, med, max, count or p(N) with N in 0..100)", n)
-	}
-	return out, nil
-}
-
-// ParseStats splits and checks a --summary-trend-stats style list.
-func ParseStats(list string) ([]string, error) {
-	var names []string
-	for s := range strings.SplitSeq(list, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			names = append(names, s)
-		}
-	}
-	if _, err := parseStats(names); err != nil {
-		return nil, err
-	}
-	return names, nil
-}
 
 // target is one metric, sub-metric or group view to compute.
 type target struct {
@@ -81,14 +32,66 @@ func (t *target) wantsSeries(s *seriesInfo) bool {
 	return t.wantsClass(s.metric.classList[s.class])
 }
 
+// finisher computes a run's metrics from the collected chunks and the
+// workers' series aggregates.
+type finisher struct {
+	run        *Run
+	all        []*chunkResult
+	st         []trendStat
+	secs       float64
+	aggs       []seriesAgg // by series id
+	sketchMode bool
+	sketches   [][]*stats.Sketch // by metric idx, class (sketch mode)
+	seriesOf   [][]*seriesInfo   // by metric idx
+	perMetric  [][]*target       // by metric idx
+	ths        [][]threshold     // by metric idx
+	extra      [][]trendStat     // trend stats thresholds need beyond st
+}
+
 func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNames []string, parallel int) error {
 	st, err := parseStats(statNames)
 	if err != nil {
 		return err
 	}
 	reg := sh.reg
-	// Fold series aggregates of all workers.
-	aggs := make([]seriesAgg, len(reg.list))
+	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load()}
+	fi.aggs = foldAggs(workers, len(reg.list))
+	if fi.sketchMode {
+		fi.sketches = foldSketches(run, workers, all)
+	} else {
+		countExact(run, all)
+	}
+	fi.plan(reg)
+	fi.ths, fi.extra = thresholdsOf(reg, st)
+	if parallel <= 1 {
+		var scratch []float64
+		for _, m := range reg.mlist {
+			fi.compute(m, &scratch)
+		}
+	} else {
+		var wg sync.WaitGroup
+		next := make(chan *metricInfo)
+		for range parallel {
+			wg.Go(func() {
+				var scratch []float64
+				for m := range next {
+					fi.compute(m, &scratch)
+				}
+			})
+		}
+		for _, m := range reg.mlist {
+			next <- m
+		}
+		close(next)
+		wg.Wait()
+	}
+	fi.store(reg)
+	return nil
+}
+
+// foldAggs folds the series aggregates of all workers.
+func foldAggs(workers []*worker, n int) []seriesAgg {
+	aggs := make([]seriesAgg, n)
 	for _, w := range workers {
 		for id := range w.aggs {
 			a := &w.aggs[id]
@@ -98,62 +101,30 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 			mergeAgg(&aggs[id], a)
 		}
 	}
-	sketchMode := sh.sketch.Load()
-	var sketches [][]*stats.Sketch
-	if sketchMode {
-		run.Mode = ModeSketch
-		for _, w := range workers {
-			for mi, row := range w.sketches {
-				for len(sketches) <= mi {
-					sketches = append(sketches, nil)
-				}
-				for ci, sk := range row {
-					if sk == nil {
-						continue
-					}
-					for len(sketches[mi]) <= ci {
-						sketches[mi] = append(sketches[mi], nil)
-					}
-					if sketches[mi][ci] == nil {
-						sketches[mi][ci] = &stats.Sketch{}
-					}
-					sketches[mi][ci].Merge(sk)
-				}
-			}
+	return aggs
+}
+
+// countExact records the trend samples held in exact mode.
+func countExact(run *Run, all []*chunkResult) {
+	for _, r := range all {
+		if r == nil {
+			continue
 		}
-		sketches = foldToSketch(all, sketches)
-		for _, row := range sketches {
-			for _, sk := range row {
-				if sk != nil {
-					run.TrendSamples += int64(sk.Count())
-					run.HeldBytes += int64(sk.Bytes())
-				}
-			}
-		}
-		for _, w := range workers {
-			for _, row := range w.sketches {
-				for _, sk := range row {
-					if sk != nil {
-						run.HeldBytes += int64(sk.Bytes())
-					}
-				}
-			}
-		}
-	} else {
-		for _, r := range all {
-			if r == nil {
-				continue
-			}
-			for _, o := range r.trends {
-				if o != nil {
-					run.TrendSamples += int64(len(o.vals))
-					run.HeldBytes += int64(8*cap(o.vals) + 2*cap(o.cls))
-				}
+		for _, o := range r.trends {
+			if o != nil {
+				run.TrendSamples += int64(len(o.vals))
+				run.HeldBytes += int64(8*cap(o.vals) + 2*cap(o.cls))
 			}
 		}
 	}
+}
 
-	groups := []string(nil)
+// plan lists the views to compute per metric: groups and sub-metrics
+// first, the parent last (its exact samples are released as they are
+// copied).
+func (fi *finisher) plan(reg *registry) {
+	run := fi.run
+	var groups []string
 	if run.GroupBy != "" {
 		groups = reg.groupValues()
 		run.Groups = map[string]map[string]*Metric{}
@@ -161,13 +132,11 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 			run.Groups[g] = map[string]*Metric{}
 		}
 	}
-	// Targets per metric: sub-metrics and groups first, the parent last
-	// (its exact samples are released as they are copied).
-	seriesOf := make([][]*seriesInfo, len(reg.mlist))
+	fi.seriesOf = make([][]*seriesInfo, len(reg.mlist))
 	for _, s := range reg.list {
-		seriesOf[s.metric.idx] = append(seriesOf[s.metric.idx], s)
+		fi.seriesOf[s.metric.idx] = append(fi.seriesOf[s.metric.idx], s)
 	}
-	perMetric := make([][]*target, len(reg.mlist))
+	fi.perMetric = make([][]*target, len(reg.mlist))
 	for _, m := range reg.mlist {
 		var ts []*target
 		add := func(name string, tags map[string]string, sub int, g string, grp bool) {
@@ -183,81 +152,39 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 			add(s.Name, s.Tags, i, "", false)
 		}
 		add(m.name, nil, -1, "", false)
-		perMetric[m.idx] = ts
+		fi.perMetric[m.idx] = ts
 	}
-	secs := run.Duration.Seconds()
-	// Thresholds from NDJSON Metric lines are evaluated on the metric
-	// itself (k6 writes no sub-metric thresholds there); a trend stat they
-	// need beyond --stats is computed, then dropped from the values.
-	ths := make([][]threshold, len(reg.mlist))
-	extra := make([][]trendStat, len(reg.mlist))
-	for _, m := range reg.mlist {
-		if m.def == nil {
+}
+
+// compute computes every view of m and evaluates the parent's thresholds.
+func (fi *finisher) compute(m *metricInfo, scratch *[]float64) {
+	for _, t := range fi.perMetric[m.idx] {
+		tst := fi.st
+		isParent := t.sub < 0 && !t.grp
+		if isParent && len(fi.extra[m.idx]) > 0 {
+			tst = append(slices.Clone(fi.st), fi.extra[m.idx]...)
+		}
+		t.result = fi.computeTarget(t, tst, scratch)
+		if !isParent || t.result == nil || len(fi.ths[m.idx]) == 0 {
 			continue
 		}
-		for _, e := range m.def.Thresholds {
-			th, err := parseThreshold(e)
-			if err != nil {
-				continue // k6 refused it already; nothing to report
+		t.result.Thresholds = map[string]bool{}
+		for _, th := range fi.ths[m.idx] {
+			if ok, known := th.passed(t.result.Values); known {
+				t.result.Thresholds[th.expr] = ok
 			}
-			ths[m.idx] = append(ths[m.idx], th)
-			if m.typ == Trend && !slices.ContainsFunc(st, func(s trendStat) bool { return s.name == th.stat }) &&
-				!slices.ContainsFunc(extra[m.idx], func(s trendStat) bool { return s.name == th.stat }) {
-				if ts, err := parseStats([]string{th.stat}); err == nil {
-					extra[m.idx] = append(extra[m.idx], ts[0])
-				}
-			}
+		}
+		for _, x := range fi.extra[m.idx] {
+			delete(t.result.Values, x.name)
 		}
 	}
-	compute := func(m *metricInfo, scratch *[]float64) {
-		for _, t := range perMetric[m.idx] {
-			tst := st
-			isParent := t.sub < 0 && !t.grp
-			if isParent && len(extra[m.idx]) > 0 {
-				tst = append(slices.Clone(st), extra[m.idx]...)
-			}
-			t.result = computeTarget(t, seriesOf[m.idx], aggs, all, sketches, tst, secs, scratch, sketchMode)
-			if !isParent || t.result == nil || len(ths[m.idx]) == 0 {
-				continue
-			}
-			t.result.Thresholds = map[string]bool{}
-			for _, th := range ths[m.idx] {
-				if ok, known := th.passed(t.result.Values); known {
-					t.result.Thresholds[th.expr] = ok
-				}
-			}
-			for _, x := range extra[m.idx] {
-				delete(t.result.Values, x.name)
-			}
-		}
-	}
-	if parallel <= 1 {
-		var scratch []float64
-		for _, m := range reg.mlist {
-			compute(m, &scratch)
-		}
-	} else {
-		var wg sync.WaitGroup
-		next := make(chan *metricInfo)
-		for range parallel {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var scratch []float64
-				for m := range next {
-					compute(m, &scratch)
-				}
-			}()
-		}
-		for _, m := range reg.mlist {
-			next <- m
-		}
-		close(next)
-		wg.Wait()
-	}
+}
 
+// store places the computed views and the checks in the run.
+func (fi *finisher) store(reg *registry) {
+	run := fi.run
 	for _, m := range reg.mlist {
-		for _, t := range perMetric[m.idx] {
+		for _, t := range fi.perMetric[m.idx] {
 			if t.result == nil {
 				continue
 			}
@@ -268,8 +195,8 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 			}
 		}
 		if m.name == "checks" {
-			for _, s := range seriesOf[m.idx] {
-				a := aggs[s.id]
+			for _, s := range fi.seriesOf[m.idx] {
+				a := fi.aggs[s.id]
 				if a.n == 0 {
 					continue
 				}
@@ -284,7 +211,6 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 			delete(run.Groups, g)
 		}
 	}
-	return nil
 }
 
 func mergeAgg(dst, a *seriesAgg) {
@@ -304,7 +230,7 @@ func mergeAgg(dst, a *seriesAgg) {
 
 // computeTarget returns nil when the view has no samples, except for
 // sub-metrics a Metric line declared (k6 lists those with zeros).
-func computeTarget(t *target, series []*seriesInfo, aggs []seriesAgg, all []*chunkResult, sketches [][]*stats.Sketch, st []trendStat, secs float64, scratch *[]float64, sketchMode bool) *Metric {
+func (fi *finisher) computeTarget(t *target, st []trendStat, scratch *[]float64) *Metric {
 	m := t.m
 	out := newMetric(t.name, m.typ, m.contains, ModeExact)
 	out.Parent = m.name
@@ -314,114 +240,90 @@ func computeTarget(t *target, series []*seriesInfo, aggs []seriesAgg, all []*chu
 		out.Tags = nil
 	}
 	declared := t.sub >= 0 && t.sub != m.implicit && !t.grp
-	if m.typ != Trend {
-		out.Mode = ModeExact
-		var acc seriesAgg
-		for _, s := range series {
-			if t.wantsSeries(s) && aggs[s.id].n > 0 {
-				mergeAgg(&acc, &aggs[s.id])
-			}
-		}
-		if acc.n == 0 && !declared && !(t.sub < 0 && !t.grp) {
-			return nil
-		}
-		switch m.typ {
-		case Counter:
-			out.Values["count"] = acc.sum
-			out.Values["rate"] = 0
-			if secs > 0 {
-				out.Values["rate"] = acc.sum / secs
-			}
-		case Gauge:
-			out.Values["value"] = acc.last
-			out.Values["min"] = acc.min
-			out.Values["max"] = acc.max
-		case Rate:
-			out.Values["passes"] = float64(acc.nonzero)
-			out.Values["fails"] = float64(acc.n - acc.nonzero)
-			out.Values["rate"] = 0
-			if acc.n > 0 {
-				out.Values["rate"] = float64(acc.nonzero) / float64(acc.n)
-			}
-		}
-		return out
+	switch {
+	case m.typ != Trend:
+		return fi.folded(t, out, declared)
+	case fi.sketchMode:
+		return fi.sketched(t, out, st, declared)
 	}
-	if sketchMode {
-		out.Mode = ModeSketch
-		var sk stats.Sketch
-		if m.idx < len(sketches) {
-			for ci, s := range sketches[m.idx] {
-				if s != nil && t.wantsClass(m.classList[ci]) {
-					sk.Merge(s)
-				}
-			}
+	return fi.exact(t, out, st, declared, scratch)
+}
+
+// folded computes a counter, gauge or rate view from series aggregates.
+func (fi *finisher) folded(t *target, out *Metric, declared bool) *Metric {
+	out.Mode = ModeExact
+	var acc seriesAgg
+	for _, s := range fi.seriesOf[t.m.idx] {
+		if t.wantsSeries(s) && fi.aggs[s.id].n > 0 {
+			mergeAgg(&acc, &fi.aggs[s.id])
 		}
-		if sk.Count() == 0 && !declared && (t.sub >= 0 || t.grp) {
-			return nil
-		}
-		n := float64(sk.Count())
-		for _, s := range st {
-			var v float64
-			switch s.name {
-			case "avg":
-				if n > 0 {
-					v = sk.Sum() / n
-				}
-			case "min":
-				v = sk.Min()
-			case "max":
-				v = sk.Max()
-			case "count":
-				v = n
-			default:
-				v = sk.Quantile(s.p)
-			}
-			out.Values[s.name] = v
-		}
-		return out
 	}
-	// Exact: gather this view's samples in file order.
+	if acc.n == 0 && !declared && !(t.sub < 0 && !t.grp) {
+		return nil
+	}
+	switch t.m.typ {
+	case Counter:
+		out.Values["count"] = acc.sum
+		out.Values["rate"] = 0
+		if fi.secs > 0 {
+			out.Values["rate"] = acc.sum / fi.secs
+		}
+	case Gauge:
+		out.Values["value"] = acc.last
+		out.Values["min"] = acc.min
+		out.Values["max"] = acc.max
+	case Rate:
+		out.Values["passes"] = float64(acc.nonzero)
+		out.Values["fails"] = float64(acc.n - acc.nonzero)
+		out.Values["rate"] = 0
+		if acc.n > 0 {
+			out.Values["rate"] = float64(acc.nonzero) / float64(acc.n)
+		}
+	}
+	return out
+}
+
+// sketched computes a trend view from the merged sketches of its classes.
+func (fi *finisher) sketched(t *target, out *Metric, st []trendStat, declared bool) *Metric {
+	m := t.m
+	out.Mode = ModeSketch
+	var sk stats.Sketch
+	if m.idx < len(fi.sketches) {
+		for ci, s := range fi.sketches[m.idx] {
+			if s != nil && t.wantsClass(m.classList[ci]) {
+				sk.Merge(s)
+			}
+		}
+	}
+	if sk.Count() == 0 && !declared && (t.sub >= 0 || t.grp) {
+		return nil
+	}
+	n := float64(sk.Count())
+	for _, s := range st {
+		var v float64
+		switch s.name {
+		case "avg":
+			if n > 0 {
+				v = sk.Sum() / n
+			}
+		case "min":
+			v = sk.Min()
+		case "max":
+			v = sk.Max()
+		case "count":
+			v = n
+		default:
+			v = sk.Quantile(s.p)
+		}
+		out.Values[s.name] = v
+	}
+	return out
+}
+
+// exact computes a trend view from its samples, gathered in file order.
+func (fi *finisher) exact(t *target, out *Metric, st []trendStat, declared bool, scratch *[]float64) *Metric {
 	parent := t.sub < 0 && !t.grp
-	var want []bool
-	if !parent {
-		want = make([]bool, len(m.classList))
-		for ci, c := range m.classList {
-			want[ci] = t.wantsClass(c)
-		}
-	}
-	total := 0
-	for _, r := range all {
-		if r != nil && m.idx < len(r.trends) && r.trends[m.idx] != nil {
-			total += len(r.trends[m.idx].vals)
-		}
-	}
-	vals := (*scratch)[:0]
-	if parent {
-		vals = make([]float64, 0, total)
-	} else if cap(vals) < total {
-		vals = make([]float64, 0, total)
-	}
-	sum := 0.0
-	for _, r := range all {
-		if r == nil || m.idx >= len(r.trends) || r.trends[m.idx] == nil {
-			continue
-		}
-		o := r.trends[m.idx]
-		if parent {
-			for _, v := range o.vals {
-				sum += v
-			}
-			vals = append(vals, o.vals...)
-			r.trends[m.idx] = nil // release as we go: the parent is last
-			continue
-		}
-		for j, v := range o.vals {
-			if want[o.cls[j]] {
-				sum += v
-				vals = append(vals, v)
-			}
-		}
-	}
+	vals, sum := fi.gather(t, parent, scratch)
 	if len(vals) == 0 && !declared && !parent {
 		*scratch = vals
 		return nil
@@ -456,4 +358,50 @@ func computeTarget(t *target, series []*seriesInfo, aggs []seriesAgg, all []*chu
 		*scratch = vals
 	}
 	return out
+}
+
+// gather copies the view's samples in file order and sums them in the
+// same order (k6's avg is a running sum). The parent takes every sample
+// and releases the chunks' copies as it goes: it is computed last.
+func (fi *finisher) gather(t *target, parent bool, scratch *[]float64) ([]float64, float64) {
+	m := t.m
+	var want []bool
+	if !parent {
+		want = make([]bool, len(m.classList))
+		for ci, c := range m.classList {
+			want[ci] = t.wantsClass(c)
+		}
+	}
+	total := 0
+	for _, r := range fi.all {
+		if r != nil && m.idx < len(r.trends) && r.trends[m.idx] != nil {
+			total += len(r.trends[m.idx].vals)
+		}
+	}
+	vals := (*scratch)[:0]
+	if parent || cap(vals) < total {
+		vals = make([]float64, 0, total)
+	}
+	sum := 0.0
+	for _, r := range fi.all {
+		if r == nil || m.idx >= len(r.trends) || r.trends[m.idx] == nil {
+			continue
+		}
+		o := r.trends[m.idx]
+		if parent {
+			for _, v := range o.vals {
+				sum += v
+			}
+			vals = append(vals, o.vals...)
+			r.trends[m.idx] = nil
+			continue
+		}
+		for j, v := range o.vals {
+			if want[o.cls[j]] {
+				sum += v
+				vals = append(vals, v)
+			}
+		}
+	}
+	return vals, sum
 }

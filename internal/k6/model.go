@@ -1,7 +1,3 @@
-// Package k6 loads every result format k6 writes into one normalized run
-// model: the three summary JSON shapes, NDJSON (--out json) and CSV
-// (--out csv). Numbers equal k6's own: trend statistics from point streams
-// use k6's percentile formula over all samples.
 package k6
 
 import "time"

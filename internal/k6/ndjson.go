@@ -1,6 +1,7 @@
 package k6
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 	"time"
@@ -196,4 +197,96 @@ func decodeMetricDef(data []byte) (*MetricDef, error) {
 		def.Submetrics = append(def.Submetrics, sd)
 	}
 	return def, nil
+}
+
+// ndjsonParser reads --out json lines with the hand-written scanner.
+type ndjsonParser struct{}
+
+func (ndjsonParser) parse(w *worker, line []byte) ([]byte, bool, error) {
+	line = trimEOL(line)
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil, true, nil
+	}
+	r := &w.raw
+	if err := scanNDJSON(line, r); err != nil {
+		return nil, false, err
+	}
+	if r.kind == kindMetric {
+		if _, err := decodeMetricDef(r.data); err != nil {
+			return nil, false, err
+		}
+		return nil, false, nil
+	}
+	metric := r.metric
+	if r.escaped {
+		s, err := unescape(metric, true, "metric")
+		if err != nil {
+			return nil, false, err
+		}
+		metric = []byte(s)
+	}
+	w.curT, w.curOff, w.curV = r.time, r.offset, r.value
+	w.tagBytes, w.keyBuilt = r.tags, false
+	return metric, false, nil
+}
+
+func (ndjsonParser) decodeTags(w *worker, tags map[string]string) error {
+	if w.raw.tags == nil {
+		return nil
+	}
+	return decodeStringObject(w.raw.tags, "data.tags", tags)
+}
+
+func (ndjsonParser) metadata(w *worker) (map[string]string, error) {
+	if w.raw.metadata == nil {
+		return nil, nil
+	}
+	m := map[string]string{}
+	return m, decodeStringObject(w.raw.metadata, "data.metadata", m)
+}
+
+// noteDefs records the Metric lines of a chunk (copy on write: chunks
+// already dispatched keep their map).
+func noteDefs(data []byte, defs map[string]*MetricDef) map[string]*MetricDef {
+	copied := false
+	for off := 0; ; {
+		// 'M' is rare in k6 lines, so IndexByte finds candidates fast
+		// (searching for the quote first would stop on every string).
+		i := bytes.IndexByte(data[off:], 'M')
+		if i < 0 {
+			return defs
+		}
+		i += off
+		if i == 0 || data[i-1] != '"' || !bytes.HasPrefix(data[i:], []byte(`Metric"`)) {
+			off = i + 1
+			continue
+		}
+		ls := bytes.LastIndexByte(data[:i], '\n') + 1
+		le := bytes.IndexByte(data[i:], '\n')
+		if le < 0 {
+			le = len(data)
+		} else {
+			le += i
+		}
+		off = le
+		var r rawLine
+		if scanNDJSON(trimEOL(data[ls:le]), &r) != nil || r.kind != kindMetric {
+			continue
+		}
+		d, err := decodeMetricDef(r.data)
+		if err != nil {
+			continue
+		}
+		if _, ok := defs[d.Name]; ok {
+			continue
+		}
+		if !copied {
+			nd := make(map[string]*MetricDef, len(defs)+1)
+			for k, v := range defs {
+				nd[k] = v
+			}
+			defs, copied = nd, true
+		}
+		defs[d.Name] = d
+	}
 }

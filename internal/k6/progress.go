@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,4 +63,15 @@ func progressLine(label string, n, size int64) string {
 		bar += ">" + strings.Repeat(" ", width-fill-1)
 	}
 	return fmt.Sprintf("\r%-24s [%s] %3.0f%%  %.1f/%.1f MB", label, bar, frac*100, float64(n)/1e6, float64(size)/1e6)
+}
+
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

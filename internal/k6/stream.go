@@ -113,16 +113,55 @@ type worker struct {
 	raw      rawLine
 }
 
+// pointLoad is one point stream being summarized: a reader cuts chunks of
+// whole lines, workers parse them, and their results are collected in
+// file order.
+type pointLoad struct {
+	name    string
+	f       Format
+	br      *bufio.Reader
+	opts    *LoadOptions
+	stats   []string
+	sh      *shared
+	workers []*worker
+	line    int // the reader's next line number
+
+	lowerD    time.Duration // the window's lower bound after the run start
+	windowed  bool
+	windowSet bool
+	winStart  int64
+	readErr   error
+
+	all      []*chunkResult // by chunk index
+	firstErr *chunkResult
+	skipped  int
+	lines    int
+	col      *collector
+}
+
 func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run, error) {
-	statNames := opts.Stats
-	if statNames == nil {
-		statNames = DefaultStats
-	}
-	if _, err := parseStats(statNames); err != nil {
+	l, err := newPointLoad(name, f, br, &opts)
+	if err != nil {
 		return nil, err
 	}
-	sh := &shared{opts: &opts, keepPts: opts.KeepPoints}
-	sh.reg = newRegistry(f, &opts)
+	l.dispatch()
+	if err := l.inputError(); err != nil {
+		return nil, err
+	}
+	return l.result()
+}
+
+func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*pointLoad, error) {
+	l := &pointLoad{name: name, f: f, br: br, opts: opts, stats: opts.Stats, line: 1}
+	if l.stats == nil {
+		l.stats = DefaultStats
+	}
+	if _, err := parseStats(l.stats); err != nil {
+		return nil, err
+	}
+	sh := &shared{opts: opts, keepPts: opts.KeepPoints}
+	l.sh = sh
+	sh.reg = newRegistry(f, opts)
 	sh.minT.Store(math.MaxInt64)
 	sh.maxT.Store(math.MinInt64)
 	sh.firstVusT.Store(math.MaxInt64)
@@ -130,7 +169,6 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 		sh.sketch.Store(true)
 	}
 	sh.bufPool.New = func() any { b := make([]byte, chunkSize); return &b }
-	line := 1
 	switch f {
 	case FormatNDJSON:
 		sh.parser = func() lineParser { return &ndjsonParser{} }
@@ -144,299 +182,257 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 			return nil, fmt.Errorf("%s:1: %v", name, err)
 		}
 		sh.parser = func() lineParser { c := *cp; return &c }
-		line = 2
+		l.line = 2
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	n := opts.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
 	}
-
-	var readErr error
-	var windowSet bool
-	lowerD := max(opts.SkipWarmup, opts.From)
-	windowed := lowerD > 0 || opts.To > 0
-	var winStart int64
-	sh.lower, sh.upper = math.MinInt64, math.MaxInt64
-
-	// Reader: cut chunks at newlines, note Metric lines, hold back the first
-	// chunks until the run's start is known when a window needs it.
-	readAll := func(emit func(*chunk)) {
-		defs := map[string]*MetricDef{}
-		var carry []byte
-		idx := 0
-		var pending []*chunk
-		pendingBytes := 0
-		probe := sh.parser()
-		var pw worker
-		pw.sh = sh
-		pw.p = probe
-		pw.minT, pw.maxT, pw.vusT = math.MaxInt64, math.MinInt64, math.MaxInt64
-		flush := func() {
-			if !windowSet && windowed {
-				start := runStart(pw.minT, pw.vusT)
-				winStart = start
-				sh.lower = start + int64(lowerD)
-				if opts.To > 0 {
-					sh.upper = start + int64(opts.To)
-				}
-			}
-			windowSet = true
-			for _, c := range pending {
-				emit(c)
-			}
-			pending = nil
-		}
-		// Chunks start small (a small file costs little) and double up to
-		// chunkSize; a line longer than a chunk grows its buffer.
-		size := 64 << 10
-		for !sh.stop.Load() {
-			target := max(size, 2*len(carry))
-			if target > maxLine {
-				readErr = fmt.Errorf("%s:%d: line longer than %d MB", name, line, maxLine>>20)
-				return
-			}
-			var bp *[]byte
-			var b []byte
-			if target == chunkSize {
-				bp = sh.bufPool.Get().(*[]byte)
-				b = (*bp)[:chunkSize]
-			} else {
-				b = make([]byte, target)
-			}
-			size = min(2*size, chunkSize)
-			buf := append(b[:0], carry...)
-			n, err := fill(br, b[len(buf):target])
-			buf = b[:len(buf)+n]
-			eof := err == io.EOF
-			if err != nil && !eof {
-				readErr = readError(name, err)
-				return
-			}
-			cut := len(buf)
-			if !eof {
-				nl := bytes.LastIndexByte(buf, '\n')
-				if nl < 0 {
-					carry = append([]byte(nil), buf...)
-					if bp != nil {
-						sh.bufPool.Put(bp)
-					}
-					continue
-				}
-				cut = nl + 1
-			}
-			carry = append(carry[:0], buf[cut:]...)
-			data := buf[:cut]
-			if f == FormatNDJSON {
-				defs = noteDefs(data, defs)
-			}
-			if len(data) > 0 {
-				c := &chunk{idx: idx, data: data, firstLine: line, defs: defs, buf: bp}
-				idx++
-				line += bytes.Count(data, []byte{'\n'})
-				if windowed && !windowSet {
-					pending = append(pending, c)
-					pendingBytes += len(data)
-					pw.probeTimes(c)
-					// Two seconds of data past the first sample show the
-					// first vus tick (k6 samples vus every second).
-					if pw.maxT-pw.minT > 2e9 || pendingBytes > 64<<20 {
-						flush()
-					}
-				} else {
-					emit(c)
-				}
-			}
-			if eof {
-				break
-			}
-		}
-		flush()
-	}
-
-	newWorker := func() *worker {
+	l.workers = make([]*worker, n)
+	for i := range n {
 		w := &worker{sh: sh, p: sh.parser(), cache: map[string]*seriesInfo{}, last: map[string]*lastSeries{}}
 		w.raw.useMemo = true
 		w.minT, w.maxT, w.vusT = math.MaxInt64, math.MinInt64, math.MaxInt64
-		return w
+		l.workers[i] = w
 	}
-	// Collect in any order; keep trend chunks by index.
-	var all []*chunkResult
-	var firstErr *chunkResult
-	skipped, lines := 0, 0
-	col := &collector{sh: sh}
-	collect := func(r *chunkResult) {
-		skipped += r.skipped
-		lines += r.lines
-		if r.err != nil {
-			if firstErr == nil || r.errLine < firstErr.errLine {
-				firstErr = r
-			}
-			sh.stop.Store(true)
+	l.lowerD = max(opts.SkipWarmup, opts.From)
+	l.windowed = l.lowerD > 0 || opts.To > 0
+	sh.lower, sh.upper = math.MinInt64, math.MaxInt64
+	l.col = &collector{sh: sh}
+	return l, nil
+}
+
+// chunkReader cuts the input into chunks at newlines, notes Metric lines,
+// and holds back the first chunks until the run's start is known when a
+// window needs it.
+type chunkReader struct {
+	l            *pointLoad
+	defs         map[string]*MetricDef
+	carry        []byte
+	idx          int
+	size         int // the next chunk's size
+	pending      []*chunk
+	pendingBytes int
+	probe        worker // notes sample times of held-back chunks
+}
+
+// readAll emits the input's chunks in file order.
+func (l *pointLoad) readAll(emit func(*chunk)) {
+	// Chunks start small (a small file costs little) and double up to
+	// chunkSize; a line longer than a chunk grows its buffer.
+	cr := &chunkReader{l: l, defs: map[string]*MetricDef{}, size: 64 << 10}
+	cr.probe.sh = l.sh
+	cr.probe.p = l.sh.parser()
+	cr.probe.minT, cr.probe.maxT, cr.probe.vusT = math.MaxInt64, math.MinInt64, math.MaxInt64
+	for !l.sh.stop.Load() {
+		c, eof, err := cr.next()
+		if err != nil {
+			l.readErr = err
 			return
 		}
-		col.add(r)
-		for r.idx >= len(all) {
-			all = append(all, nil)
+		if c != nil {
+			cr.route(c, emit)
 		}
-		all[r.idx] = r
+		if eof {
+			break
+		}
 	}
-	workerList := make([]*worker, workers)
-	for i := range workers {
-		workerList[i] = newWorker()
+	cr.flush(emit)
+}
+
+// next reads the next chunk: nil while a line is still incomplete or when
+// the input ends without data.
+func (cr *chunkReader) next() (c *chunk, eof bool, err error) {
+	l, sh := cr.l, cr.l.sh
+	target := max(cr.size, 2*len(cr.carry))
+	if target > maxLine {
+		return nil, false, fmt.Errorf("%s:%d: line longer than %d MB", l.name, l.line, maxLine>>20)
 	}
+	var bp *[]byte
+	var b []byte
+	if target == chunkSize {
+		bp = sh.bufPool.Get().(*[]byte)
+		b = (*bp)[:chunkSize]
+	} else {
+		b = make([]byte, target)
+	}
+	cr.size = min(2*cr.size, chunkSize)
+	buf := append(b[:0], cr.carry...)
+	n, err := fill(l.br, b[len(buf):target])
+	buf = b[:len(buf)+n]
+	eof = err == io.EOF
+	if err != nil && !eof {
+		return nil, false, readError(l.name, err)
+	}
+	cut := len(buf)
+	if !eof {
+		nl := bytes.LastIndexByte(buf, '\n')
+		if nl < 0 {
+			cr.carry = append([]byte(nil), buf...)
+			if bp != nil {
+				sh.bufPool.Put(bp)
+			}
+			return nil, false, nil
+		}
+		cut = nl + 1
+	}
+	cr.carry = append(cr.carry[:0], buf[cut:]...)
+	data := buf[:cut]
+	if l.f == FormatNDJSON {
+		cr.defs = noteDefs(data, cr.defs)
+	}
+	if len(data) == 0 {
+		return nil, eof, nil
+	}
+	c = &chunk{idx: cr.idx, data: data, firstLine: l.line, defs: cr.defs, buf: bp}
+	cr.idx++
+	l.line += bytes.Count(data, []byte{'\n'})
+	return c, eof, nil
+}
+
+// route emits c, or holds it back until the window's start is known.
+func (cr *chunkReader) route(c *chunk, emit func(*chunk)) {
+	l := cr.l
+	if !l.windowed || l.windowSet {
+		emit(c)
+		return
+	}
+	cr.pending = append(cr.pending, c)
+	cr.pendingBytes += len(c.data)
+	cr.probe.probeTimes(c)
+	// Two seconds of data past the first sample show the first vus tick
+	// (k6 samples vus every second).
+	if cr.probe.maxT-cr.probe.minT > 2e9 || cr.pendingBytes > 64<<20 {
+		cr.flush(emit)
+	}
+}
+
+// flush sets the window from the held-back chunks and emits them.
+func (cr *chunkReader) flush(emit func(*chunk)) {
+	l := cr.l
+	if !l.windowSet && l.windowed {
+		l.setWindow(runStart(cr.probe.minT, cr.probe.vusT))
+	}
+	l.windowSet = true
+	for _, c := range cr.pending {
+		emit(c)
+	}
+	cr.pending = nil
+}
+
+// dispatch runs the reader and the workers until the input ends or a
+// worker fails.
+func (l *pointLoad) dispatch() {
+	sh := l.sh
 	release := func(c *chunk) {
 		if c.buf != nil {
 			sh.bufPool.Put(c.buf)
 		}
 	}
-	if workers == 1 {
+	if len(l.workers) == 1 {
 		// One worker: no goroutines at all (small inputs, fuzzing).
-		w := workerList[0]
-		readAll(func(c *chunk) {
+		w := l.workers[0]
+		l.readAll(func(c *chunk) {
 			if !sh.stop.Load() {
-				collect(w.run(c))
+				l.collect(w.run(c))
 			}
 			release(c)
 		})
-	} else {
-		chunks := make(chan *chunk, workers*2)
-		results := make(chan *chunkResult, workers*2)
-		go func() {
-			defer close(chunks)
-			readAll(func(c *chunk) { chunks <- c })
-		}()
-		var wg sync.WaitGroup
-		for _, w := range workerList {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for c := range chunks {
-					if !sh.stop.Load() {
-						results <- w.run(c)
-					}
-					release(c)
+		return
+	}
+	chunks := make(chan *chunk, len(l.workers)*2)
+	results := make(chan *chunkResult, len(l.workers)*2)
+	go func() {
+		defer close(chunks)
+		l.readAll(func(c *chunk) { chunks <- c })
+	}()
+	var wg sync.WaitGroup
+	for _, w := range l.workers {
+		wg.Go(func() {
+			for c := range chunks {
+				if !sh.stop.Load() {
+					results <- w.run(c)
 				}
-			}()
+				release(c)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(results) }()
+	for r := range results {
+		l.collect(r)
+	}
+}
+
+// collect takes results in any order and keeps them by chunk index.
+func (l *pointLoad) collect(r *chunkResult) {
+	l.skipped += r.skipped
+	l.lines += r.lines
+	if r.err != nil {
+		if l.firstErr == nil || r.errLine < l.firstErr.errLine {
+			l.firstErr = r
 		}
-		go func() { wg.Wait(); close(results) }()
-		for r := range results {
-			collect(r)
-		}
+		l.sh.stop.Store(true)
+		return
 	}
-	if firstErr != nil {
-		return nil, fmt.Errorf("%s:%d: %v", name, firstErr.errLine, firstErr.err)
+	l.col.add(r)
+	for r.idx >= len(l.all) {
+		l.all = append(l.all, nil)
 	}
-	if readErr != nil {
-		return nil, readErr
+	l.all[r.idx] = r
+}
+
+// inputError reports the first bad line, a read error, or an input
+// without samples.
+func (l *pointLoad) inputError() error {
+	if l.firstErr != nil {
+		return fmt.Errorf("%s:%d: %v", l.name, l.firstErr.errLine, l.firstErr.err)
 	}
-	if lines == 0 && skipped > 0 {
-		return nil, fmt.Errorf("%s: no samples: all %d lines with data were bad and skipped", name, skipped)
+	if l.readErr != nil {
+		return l.readErr
 	}
-	if lines == 0 {
-		return nil, fmt.Errorf("%s:%d: no samples (empty %s stream)", name, line, f)
+	if l.lines == 0 && l.skipped > 0 {
+		return fmt.Errorf("%s: no samples: all %d lines with data were bad and skipped", l.name, l.skipped)
 	}
-	run := &Run{Source: name, Format: f, Mode: ModeExact, Metrics: map[string]*Metric{}, Checks: map[string]Check{}, Skipped: skipped, GroupBy: opts.GroupBy}
-	for _, w := range workerList {
+	if l.lines == 0 {
+		return fmt.Errorf("%s:%d: no samples (empty %s stream)", l.name, l.line, l.f)
+	}
+	return nil
+}
+
+// result computes the run from the collected chunks.
+func (l *pointLoad) result() (*Run, error) {
+	sh := l.sh
+	run := &Run{Source: l.name, Format: l.f, Mode: ModeExact, Metrics: map[string]*Metric{}, Checks: map[string]Check{}, Skipped: l.skipped, GroupBy: l.opts.GroupBy}
+	for _, w := range l.workers {
 		sh.minT.Store(min(sh.minT.Load(), w.minT))
 		sh.maxT.Store(max(sh.maxT.Load(), w.maxT))
 		sh.firstVusT.Store(min(sh.firstVusT.Load(), w.vusT))
 	}
 	if sh.minT.Load() == math.MaxInt64 {
-		if skipped > 0 {
-			return nil, fmt.Errorf("%s: no samples: all %d lines with data were bad and skipped", name, skipped)
+		if l.skipped > 0 {
+			return nil, fmt.Errorf("%s: no samples: all %d lines with data were bad and skipped", l.name, l.skipped)
 		}
-		return nil, fmt.Errorf("%s: no samples, only metric definitions", name)
+		return nil, fmt.Errorf("%s: no samples, only metric definitions", l.name)
 	}
-	start := runStart(sh.minT.Load(), sh.firstVusT.Load())
-	end := sh.maxT.Load()
-	if windowed {
-		lo := winStart + int64(lowerD)
-		hi := end
-		if opts.To > 0 && winStart+int64(opts.To) < hi {
-			hi = winStart + int64(opts.To)
-		}
-		if hi < lo {
-			hi = lo
-		}
-		run.Start, run.End = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
-	} else {
-		run.Start, run.End = time.Unix(0, start).UTC(), time.Unix(0, end).UTC()
-	}
-	run.Duration = run.End.Sub(run.Start)
-	if err := finish(run, sh, workerList, all, statNames, workers); err != nil {
-		return nil, fmt.Errorf("%s: %v", name, err)
+	l.setBounds(run)
+	if err := finish(run, sh, l.workers, l.all, l.stats, len(l.workers)); err != nil {
+		return nil, fmt.Errorf("%s: %v", l.name, err)
 	}
 	if sh.keepPts {
 		n := 0
-		for _, r := range all {
+		for _, r := range l.all {
 			if r != nil {
 				n += len(r.points)
 			}
 		}
 		run.Points = make([]Point, 0, n)
-		for _, r := range all {
+		for _, r := range l.all {
 			if r != nil {
 				run.Points = append(run.Points, r.points...)
 			}
 		}
 	}
 	return run, nil
-}
-
-// runStart is k6's test start as far as a point stream shows it: k6 samples
-// vus once a second from the start, so the first vus sample less one second,
-// unless a sample is earlier still.
-func runStart(minT, vusT int64) int64 {
-	if vusT != math.MaxInt64 && vusT-1e9 < minT {
-		return vusT - 1e9
-	}
-	return minT
-}
-
-// noteDefs records the Metric lines of a chunk (copy on write: chunks
-// already dispatched keep their map).
-func noteDefs(data []byte, defs map[string]*MetricDef) map[string]*MetricDef {
-	copied := false
-	for off := 0; ; {
-		// 'M' is rare in k6 lines, so IndexByte finds candidates fast
-		// (searching for the quote first would stop on every string).
-		i := bytes.IndexByte(data[off:], 'M')
-		if i < 0 {
-			return defs
-		}
-		i += off
-		if i == 0 || data[i-1] != '"' || !bytes.HasPrefix(data[i:], []byte(`Metric"`)) {
-			off = i + 1
-			continue
-		}
-		ls := bytes.LastIndexByte(data[:i], '\n') + 1
-		le := bytes.IndexByte(data[i:], '\n')
-		if le < 0 {
-			le = len(data)
-		} else {
-			le += i
-		}
-		off = le
-		var r rawLine
-		if scanNDJSON(trimEOL(data[ls:le]), &r) != nil || r.kind != kindMetric {
-			continue
-		}
-		d, err := decodeMetricDef(r.data)
-		if err != nil {
-			continue
-		}
-		if _, ok := defs[d.Name]; ok {
-			continue
-		}
-		if !copied {
-			nd := make(map[string]*MetricDef, len(defs)+1)
-			for k, v := range defs {
-				nd[k] = v
-			}
-			defs, copied = nd, true
-		}
-		defs[d.Name] = d
-	}
 }
 
 // probeTimes notes the times of a chunk's samples without aggregating.
@@ -631,57 +627,6 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 		res.points = append(res.points, Point{Metric: m.name, Time: unixTime(w.curT, w.curOff), Value: v, Tags: s.tags, Metadata: md})
 	}
 	return nil
-}
-
-// collector watches the memory held by exact trend samples and, past the
-// budget, folds them into sketches.
-type collector struct {
-	sh *shared
-}
-
-func (c *collector) add(r *chunkResult) {
-	sh := c.sh
-	for _, o := range r.trends {
-		if o != nil {
-			sh.held.Add(int64(8*len(o.vals) + 2*len(o.cls)))
-		}
-	}
-	if !sh.sketch.Load() && sh.opts.MemoryBudget > 0 && sh.held.Load() > sh.opts.MemoryBudget {
-		sh.sketch.Store(true)
-	}
-}
-
-// foldToSketch folds the chunks kept in exact mode into per-class sketches,
-// after a switch to sketch mode (the memory budget was reached).
-func foldToSketch(all []*chunkResult, into [][]*stats.Sketch) [][]*stats.Sketch {
-	for _, r := range all {
-		if r == nil {
-			continue
-		}
-		for mi, o := range r.trends {
-			if o == nil {
-				continue
-			}
-			for len(into) <= mi {
-				into = append(into, nil)
-			}
-			for j, v := range o.vals {
-				cls := 0
-				if o.cls != nil {
-					cls = int(o.cls[j])
-				}
-				for len(into[mi]) <= cls {
-					into[mi] = append(into[mi], nil)
-				}
-				if into[mi][cls] == nil {
-					into[mi][cls] = &stats.Sketch{}
-				}
-				into[mi][cls].Add(v)
-			}
-			r.trends[mi] = nil
-		}
-	}
-	return into
 }
 
 // fill reads until b is full or the reader stops. Unlike io.ReadFull it

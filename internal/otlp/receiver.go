@@ -523,6 +523,19 @@ func contains(unit string) (k6.ValueType, float64) {
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
+// metricIn is one OTLP metric being applied: its k6 name, type of value
+// and unit scale, and the export request's tally.
+type metricIn struct {
+	rc        *Receiver
+	c         *consumer
+	resKey    string
+	m         *metricpb.Metric
+	name      string
+	isRate    bool
+	cont      k6.ValueType
+	unitScale float64
+}
+
 func (rc *Receiver) metric(c *consumer, resKey string, m *metricpb.Metric) *pointError {
 	name, isRate, ok := rc.name(m.GetName())
 	if !ok {
@@ -531,221 +544,281 @@ func (rc *Receiver) metric(c *consumer, resKey string, m *metricpb.Metric) *poin
 	if !utf8.ValidString(name) {
 		return &pointError{"invalid_utf8", strings.ToValidUTF8(m.GetName(), "\uFFFD"), "metric name is not valid UTF-8"}
 	}
-	cont, unitScale := contains(m.GetUnit())
-	perr := func(reason, format string, a ...any) *pointError {
-		return &pointError{reason, m.GetName(), fmt.Sprintf(format, a...)}
-	}
-	define := func(typ k6.MetricType) *pointError {
-		if err := rc.sink.Define(name, typ, cont); err != nil {
-			if errors.Is(err, ErrDropped) {
-				return &pointError{"", m.GetName(), err.Error()}
-			}
-			return perr("type_conflict", "%v", err)
-		}
-		return nil
-	}
-	seen := func(t uint64) {
-		if t > c.newest {
-			c.newest = t
-		}
-	}
-	bad := func(reason string, e *pointError) { c.reject(reason, e, 1) }
+	x := &metricIn{rc: rc, c: c, resKey: resKey, m: m, name: name, isRate: isRate}
+	x.cont, x.unitScale = contains(m.GetUnit())
 	switch d := m.GetData().(type) {
 	case *metricpb.Metric_Sum:
-		cum := d.Sum.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
-		typ := k6.Counter
-		switch {
-		case isRate:
-			typ = k6.Rate
-		case !d.Sum.GetIsMonotonic():
-			typ = k6.Gauge
-		}
-		if e := define(typ); e != nil {
-			return e
-		}
-		for _, dp := range d.Sum.GetDataPoints() {
-			v := number(dp)
-			if !finite(v) || !finite(v*unitScale) {
-				bad("bad_value", perr("bad_value", "value %v", v))
-				continue
-			}
-			tags, cond := tagsOf(dp.GetAttributes())
-			if typ == k6.Gauge {
-				seen(dp.GetTimeUnixNano())
-				c.sinkErr(m.GetName(), rc.sink.SetGauge(name, tags, v*unitScale))
-				continue
-			}
-			delta := v
-			if cum {
-				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if st == nil {
-					c.sinkErr(m.GetName(), rc.dropStream())
-					continue
-				}
-				if st.used && v < st.value {
-					// Same start time, lower value: an earlier export
-					// arriving late. Only a new start time is a reset.
-					rc.opts.OnBad("late_point", perr("late_point", "cumulative value %v below %v already seen for the same start time", v, st.value))
-					continue
-				}
-				if st.used {
-					delta = v - st.value
-				}
-				st.value, st.used = v, true
-			}
-			if delta < 0 {
-				// A monotonic sum never goes down.
-				bad("bad_value", perr("bad_value", "negative increment %v of a monotonic sum", delta))
-				continue
-			}
-			seen(dp.GetTimeUnixNano())
-			if typ == k6.Rate {
-				if delta > MaxRate || delta != math.Trunc(delta) {
-					bad("bad_value", perr("bad_value", "rate count %v is not a whole number below 2^53", delta))
-					continue
-				}
-				if cond == "nonzero" {
-					c.sinkErr(m.GetName(), rc.sink.AddRate(name, tags, 0, uint64(delta)))
-				} else {
-					c.sinkErr(m.GetName(), rc.sink.AddRate(name, tags, uint64(delta), 0))
-				}
-				continue
-			}
-			c.sinkErr(m.GetName(), rc.sink.AddCounter(name, tags, delta*unitScale))
-		}
+		return x.sum(d.Sum)
 	case *metricpb.Metric_Gauge:
-		if e := define(k6.Gauge); e != nil {
-			return e
-		}
-		for _, dp := range d.Gauge.GetDataPoints() {
-			v := number(dp) * unitScale
-			if !finite(v) {
-				bad("bad_value", perr("bad_value", "gauge value %v", number(dp)))
-				continue
-			}
-			tags, _ := tagsOf(dp.GetAttributes())
-			seen(dp.GetTimeUnixNano())
-			c.sinkErr(m.GetName(), rc.sink.SetGauge(name, tags, v))
-		}
+		return x.gauge(d.Gauge)
 	case *metricpb.Metric_Histogram:
-		if e := define(k6.Trend); e != nil {
-			return e
-		}
-		cum := d.Histogram.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
-		for _, dp := range d.Histogram.GetDataPoints() {
-			if e := checkHistogram(dp, unitScale); e != "" {
-				bad("bad_histogram", perr("bad_histogram", "%s", e))
-				continue
-			}
-			bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
-			tags, _ := tagsOf(dp.GetAttributes())
-			dc, dsum := slices.Clone(counts), dp.GetSum()
-			if cum {
-				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if st == nil {
-					c.sinkErr(m.GetName(), rc.dropStream())
-					continue
-				}
-				if st.used && dp.GetCount() < st.count {
-					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
-					continue
-				}
-				if !rc.charge(st, len(counts)+len(bounds)) {
-					c.sinkErr(m.GetName(), rc.dropStream())
-					continue
-				}
-				if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
-					for i := range dc {
-						dc[i] = counts[i] - min(st.buckets[i], counts[i])
-					}
-					dsum -= st.sum
-				}
-				st.used = true
-				st.count, st.sum, st.buckets, st.bounds = dp.GetCount(), dp.GetSum(), slices.Clone(counts), slices.Clone(bounds)
-			}
-			values := make([]float64, len(dc))
-			for i := range dc {
-				values[i] = representative(bounds, i, dp) * unitScale
-			}
-			seen(dp.GetTimeUnixNano())
-			c.sinkErr(m.GetName(), rc.sink.AddBuckets(name, tags, values, dc, dsum*unitScale))
-		}
+		return x.histogram(d.Histogram)
 	case *metricpb.Metric_ExponentialHistogram:
-		if e := define(k6.Trend); e != nil {
-			return e
+		return x.exponential(d.ExponentialHistogram)
+	}
+	return x.perr("unsupported_type", "data type %T is not produced by k6", m.GetData())
+}
+
+func (x *metricIn) perr(reason, format string, a ...any) *pointError {
+	return &pointError{reason, x.m.GetName(), fmt.Sprintf(format, a...)}
+}
+
+// define declares the metric to the sink; a refusal refuses the metric.
+func (x *metricIn) define(typ k6.MetricType) *pointError {
+	if err := x.rc.sink.Define(x.name, typ, x.cont); err != nil {
+		if errors.Is(err, ErrDropped) {
+			return &pointError{"", x.m.GetName(), err.Error()}
 		}
-		cum := d.ExponentialHistogram.GetAggregationTemporality() != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
-		for _, dp := range d.ExponentialHistogram.GetDataPoints() {
-			if e := checkExponential(dp, unitScale); e != "" {
-				bad("bad_histogram", perr("bad_histogram", "%s", e))
-				continue
-			}
-			tags, _ := tagsOf(dp.GetAttributes())
-			cur := expCounts(dp)
-			dzero, dsum := dp.GetZeroCount(), dp.GetSum()
-			delta := cur
-			if cum {
-				st := rc.stream(resKey, m.GetName(), dp.GetAttributes(), dp.GetStartTimeUnixNano())
-				if st == nil {
-					c.sinkErr(m.GetName(), rc.dropStream())
-					continue
-				}
-				if st.used && dp.GetCount() < st.count {
-					rc.opts.OnBad("late_point", perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
-					continue
-				}
-				if !rc.charge(st, 2*len(cur)) { // a map entry costs about two slice elements
-					c.sinkErr(m.GetName(), rc.dropStream())
-					continue
-				}
-				if st.used && dp.GetScale() == st.scale && st.exp != nil {
-					delta = map[int32]float64{}
-					for k, c := range cur {
-						if d := c - st.exp[k]; d > 0 {
-							delta[k] = d
-						}
-					}
-					dzero -= min(st.zero, dzero)
-					dsum -= st.sum
-				}
-				st.used = true
-				st.count, st.sum, st.zero, st.scale, st.exp = dp.GetCount(), dp.GetSum(), dp.GetZeroCount(), dp.GetScale(), cur
-			}
-			base := math.Exp2(math.Exp2(-float64(dp.GetScale())))
-			values := []float64{0}
-			counts := []uint64{dzero}
-			keys := make([]int32, 0, len(delta))
-			for k := range delta {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			ok := true
-			for _, k := range keys {
-				idx, sign := int64(k), 1.0
-				if k < 0 {
-					idx, sign = -idx-1, -1
-				}
-				// OTel bucket idx holds (base^idx, base^(idx+1)]; use its
-				// geometric middle.
-				v := sign * math.Pow(base, float64(idx)+0.5) * unitScale
-				if !finite(v) {
-					ok = false
-					break
-				}
-				values = append(values, v)
-				counts = append(counts, uint64(delta[k]))
-			}
-			if !ok {
-				bad("bad_histogram", perr("bad_histogram", "bucket beyond the float64 range at scale %d", dp.GetScale()))
-				continue
-			}
-			seen(dp.GetTimeUnixNano())
-			c.sinkErr(m.GetName(), rc.sink.AddBuckets(name, tags, values, counts, dsum*unitScale))
-		}
-	default:
-		return perr("unsupported_type", "data type %T is not produced by k6", m.GetData())
+		return x.perr("type_conflict", "%v", err)
 	}
 	return nil
+}
+
+// seen notes the newest point time of the request.
+func (x *metricIn) seen(t uint64) {
+	if t > x.c.newest {
+		x.c.newest = t
+	}
+}
+
+// bad refuses one data point.
+func (x *metricIn) bad(reason string, e *pointError) { x.c.reject(reason, e, 1) }
+
+// sinkErr files the sink's answer for one data point.
+func (x *metricIn) sinkErr(err error) { x.c.sinkErr(x.m.GetName(), err) }
+
+// stream finds the cumulative state of a data point's stream; nil when
+// the stream limit is reached (the point is then counted as dropped).
+func (x *metricIn) stream(attrs []*commonpb.KeyValue, start uint64) *stream {
+	st := x.rc.stream(x.resKey, x.m.GetName(), attrs, start)
+	if st == nil {
+		x.sinkErr(x.rc.dropStream())
+	}
+	return st
+}
+
+func cumulative(t metricpb.AggregationTemporality) bool {
+	return t != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
+}
+
+// sum applies a Sum: a k6 rate (".total"), a gauge (not monotonic) or a
+// counter.
+func (x *metricIn) sum(d *metricpb.Sum) *pointError {
+	typ := k6.Counter
+	switch {
+	case x.isRate:
+		typ = k6.Rate
+	case !d.GetIsMonotonic():
+		typ = k6.Gauge
+	}
+	if e := x.define(typ); e != nil {
+		return e
+	}
+	cum := cumulative(d.GetAggregationTemporality())
+	for _, dp := range d.GetDataPoints() {
+		x.sumPoint(dp, typ, cum)
+	}
+	return nil
+}
+
+func (x *metricIn) sumPoint(dp *metricpb.NumberDataPoint, typ k6.MetricType, cum bool) {
+	v := number(dp)
+	if !finite(v) || !finite(v*x.unitScale) {
+		x.bad("bad_value", x.perr("bad_value", "value %v", v))
+		return
+	}
+	tags, cond := tagsOf(dp.GetAttributes())
+	if typ == k6.Gauge {
+		x.seen(dp.GetTimeUnixNano())
+		x.sinkErr(x.rc.sink.SetGauge(x.name, tags, v*x.unitScale))
+		return
+	}
+	delta := v
+	if cum {
+		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		if st == nil {
+			return
+		}
+		if st.used && v < st.value {
+			// Same start time, lower value: an earlier export
+			// arriving late. Only a new start time is a reset.
+			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative value %v below %v already seen for the same start time", v, st.value))
+			return
+		}
+		if st.used {
+			delta = v - st.value
+		}
+		st.value, st.used = v, true
+	}
+	if delta < 0 {
+		// A monotonic sum never goes down.
+		x.bad("bad_value", x.perr("bad_value", "negative increment %v of a monotonic sum", delta))
+		return
+	}
+	x.seen(dp.GetTimeUnixNano())
+	if typ == k6.Rate {
+		if delta > MaxRate || delta != math.Trunc(delta) {
+			x.bad("bad_value", x.perr("bad_value", "rate count %v is not a whole number below 2^53", delta))
+			return
+		}
+		if cond == "nonzero" {
+			x.sinkErr(x.rc.sink.AddRate(x.name, tags, 0, uint64(delta)))
+		} else {
+			x.sinkErr(x.rc.sink.AddRate(x.name, tags, uint64(delta), 0))
+		}
+		return
+	}
+	x.sinkErr(x.rc.sink.AddCounter(x.name, tags, delta*x.unitScale))
+}
+
+func (x *metricIn) gauge(d *metricpb.Gauge) *pointError {
+	if e := x.define(k6.Gauge); e != nil {
+		return e
+	}
+	for _, dp := range d.GetDataPoints() {
+		v := number(dp) * x.unitScale
+		if !finite(v) {
+			x.bad("bad_value", x.perr("bad_value", "gauge value %v", number(dp)))
+			continue
+		}
+		tags, _ := tagsOf(dp.GetAttributes())
+		x.seen(dp.GetTimeUnixNano())
+		x.sinkErr(x.rc.sink.SetGauge(x.name, tags, v))
+	}
+	return nil
+}
+
+func (x *metricIn) histogram(d *metricpb.Histogram) *pointError {
+	if e := x.define(k6.Trend); e != nil {
+		return e
+	}
+	cum := cumulative(d.GetAggregationTemporality())
+	for _, dp := range d.GetDataPoints() {
+		x.histogramPoint(dp, cum)
+	}
+	return nil
+}
+
+func (x *metricIn) histogramPoint(dp *metricpb.HistogramDataPoint, cum bool) {
+	if e := checkHistogram(dp, x.unitScale); e != "" {
+		x.bad("bad_histogram", x.perr("bad_histogram", "%s", e))
+		return
+	}
+	bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
+	tags, _ := tagsOf(dp.GetAttributes())
+	dc, dsum := slices.Clone(counts), dp.GetSum()
+	if cum {
+		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		if st == nil {
+			return
+		}
+		if st.used && dp.GetCount() < st.count {
+			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
+			return
+		}
+		if !x.rc.charge(st, len(counts)+len(bounds)) {
+			x.sinkErr(x.rc.dropStream())
+			return
+		}
+		if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
+			for i := range dc {
+				dc[i] = counts[i] - min(st.buckets[i], counts[i])
+			}
+			dsum -= st.sum
+		}
+		st.used = true
+		st.count, st.sum, st.buckets, st.bounds = dp.GetCount(), dp.GetSum(), slices.Clone(counts), slices.Clone(bounds)
+	}
+	values := make([]float64, len(dc))
+	for i := range dc {
+		values[i] = representative(bounds, i, dp) * x.unitScale
+	}
+	x.seen(dp.GetTimeUnixNano())
+	x.sinkErr(x.rc.sink.AddBuckets(x.name, tags, values, dc, dsum*x.unitScale))
+}
+
+func (x *metricIn) exponential(d *metricpb.ExponentialHistogram) *pointError {
+	if e := x.define(k6.Trend); e != nil {
+		return e
+	}
+	cum := cumulative(d.GetAggregationTemporality())
+	for _, dp := range d.GetDataPoints() {
+		x.exponentialPoint(dp, cum)
+	}
+	return nil
+}
+
+func (x *metricIn) exponentialPoint(dp *metricpb.ExponentialHistogramDataPoint, cum bool) {
+	if e := checkExponential(dp, x.unitScale); e != "" {
+		x.bad("bad_histogram", x.perr("bad_histogram", "%s", e))
+		return
+	}
+	tags, _ := tagsOf(dp.GetAttributes())
+	cur := expCounts(dp)
+	dzero, dsum := dp.GetZeroCount(), dp.GetSum()
+	delta := cur
+	if cum {
+		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		if st == nil {
+			return
+		}
+		if st.used && dp.GetCount() < st.count {
+			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
+			return
+		}
+		if !x.rc.charge(st, 2*len(cur)) { // a map entry costs about two slice elements
+			x.sinkErr(x.rc.dropStream())
+			return
+		}
+		if st.used && dp.GetScale() == st.scale && st.exp != nil {
+			delta = map[int32]float64{}
+			for k, c := range cur {
+				if d := c - st.exp[k]; d > 0 {
+					delta[k] = d
+				}
+			}
+			dzero -= min(st.zero, dzero)
+			dsum -= st.sum
+		}
+		st.used = true
+		st.count, st.sum, st.zero, st.scale, st.exp = dp.GetCount(), dp.GetSum(), dp.GetZeroCount(), dp.GetScale(), cur
+	}
+	values, counts, ok := expBuckets(delta, dzero, dp.GetScale(), x.unitScale)
+	if !ok {
+		x.bad("bad_histogram", x.perr("bad_histogram", "bucket beyond the float64 range at scale %d", dp.GetScale()))
+		return
+	}
+	x.seen(dp.GetTimeUnixNano())
+	x.sinkErr(x.rc.sink.AddBuckets(x.name, tags, values, counts, dsum*x.unitScale))
+}
+
+// expBuckets turns exponential bucket counts by index into values and
+// counts, the zero bucket first; ok is false when a bucket lies beyond
+// the float64 range.
+func expBuckets(delta map[int32]float64, zero uint64, scale int32, unitScale float64) (values []float64, counts []uint64, ok bool) {
+	base := math.Exp2(math.Exp2(-float64(scale)))
+	values = []float64{0}
+	counts = []uint64{zero}
+	keys := make([]int32, 0, len(delta))
+	for k := range delta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		idx, sign := int64(k), 1.0
+		if k < 0 {
+			idx, sign = -idx-1, -1
+		}
+		// OTel bucket idx holds (base^idx, base^(idx+1)]; use its
+		// geometric middle.
+		v := sign * math.Pow(base, float64(idx)+0.5) * unitScale
+		if !finite(v) {
+			return nil, nil, false
+		}
+		values = append(values, v)
+		counts = append(counts, uint64(delta[k]))
+	}
+	return values, counts, true
 }
 
 // checkHistogram says what is wrong with an explicit histogram point, or "".

@@ -2,14 +2,17 @@ package report
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
-	"github.com/envelope-dev/envelope/internal/compare"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"text/template"
+
+	"github.com/envelope-dev/envelope/internal/compare"
 
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -33,7 +36,10 @@ func WriteEnvelopeReport(env *envelope.Envelope, mdPath string) error {
 	if err != nil {
 		return fmt.Errorf("envelope report charts: %w", err)
 	}
-	md := EnvelopeMarkdown(env, pics)
+	md, err := EnvelopeMarkdown(env, pics)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(mdPath), 0o755); err != nil {
 		return err
 	}
@@ -151,259 +157,138 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 
 // EnvelopeMarkdown renders the report text; pics holds the <picture>
 // snippets by chart name (missing ones are left out).
-func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) []byte {
+func EnvelopeMarkdown(env *envelope.Envelope, pics map[string]string) ([]byte, error) {
 	var b bytes.Buffer
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	n := len(env.Runs)
-	runs := envCount(n) + " run"
-	if n != 1 {
-		runs += "s"
+	if err := envelopeTemplate.Execute(&b, newEnvView(env, pics)); err != nil {
+		return nil, fmt.Errorf("envelope report: %w", err)
 	}
-	title := env.Name
-	if title == "" {
-		title = "baseline"
+	return b.Bytes(), nil
+}
+
+//go:embed envelope.md.tmpl
+var envelopeTemplateText string
+
+var envelopeTemplate = template.Must(template.New("envelope").Funcs(template.FuncMap{
+	"fig":       envFig,
+	"fixed":     envFixed,
+	"pct":       envPct,
+	"span":      envRange,
+	"count":     envCount,
+	"short":     envShort,
+	"thousands": envThousands,
+	"runLabel":  envRunLabel,
+	"seconds":   envSecondsRange,
+	"rare":      func(k int) string { return envRareWord(k, 0) },
+	"list":      envList,
+	"verb":      envVerb,
+	"band":      envBandText,
+}).Parse(envelopeTemplateText))
+
+// envView is what the envelope report template reads: the envelope and
+// the phrases and tallies derived from it.
+type envView struct {
+	E              *envelope.Envelope
+	T              envelope.Spread
+	L              envelope.Latency
+	N              int    // runs
+	Runs           string // "five runs"
+	Title          string
+	WorkloadPhrase string
+	ShowWorkload   bool
+	Workload       string
+	Confidence     string // "95%"
+	DF             int
+	CI             string
+	MDCCell        string
+	MDCSentence    string
+	MDCList        string
+	Outliers       int // runs whose maximum lies above the p99 band
+	FailedRuns     int
+	Endpoints      []envEndpointView
+	Above, Below   []string // endpoints whose p95 band lies above / not above the aggregate's
+	OperatingPoint string
+	Pics           struct{ Throughput, Iterations, Latency, Endpoints string }
+}
+
+type envEndpointView struct {
+	envelope.Endpoint
+	Display string
+}
+
+func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
+	n := len(env.Runs)
+	v := &envView{E: env, T: env.Throughput, L: env.Latency, N: n, DF: n - 1, Title: env.Name,
+		Runs: envCount(n) + " run", Confidence: envPct(env.Tolerance.Confidence, 0), Outliers: envOutliers(env)}
+	if n != 1 {
+		v.Runs += "s"
+	}
+	if v.Title == "" {
+		v.Title = "baseline"
 	}
 	w := env.Provenance.Workload
-	p("# Baseline envelope: %s\n\n", title)
-	p("A single reference profile derived from %s: the baseline performance envelope and the steady-state operating point%s.\n\n", runs, envWorkloadPhrase(w))
-
-	p("## Sources\n\n| File | Format | k6 | SHA-256 |\n| :-- | :-- | :-- | :-- |\n")
-	for _, s := range env.Provenance.Sources {
-		v := s.K6Version
-		if v == "" {
-			v = "unknown"
-		}
-		p("| `%s` | %s | %s | `%s` |\n", s.File, s.Format, v, envShort(s.SHA256))
+	v.WorkloadPhrase = envWorkloadPhrase(w)
+	v.ShowWorkload, v.Workload = envWorkloadLine(env)
+	v.CI = "n/a (fewer than 2 runs)"
+	if v.T.N >= 2 {
+		v.CI = envFig(v.T.CILow) + "–" + envFig(v.T.CIHigh) + " req/s"
 	}
-	p("\n")
-	if w.VUs > 0 || w.Executor != "" || w.Duration != "" {
-		p("Workload: ")
-		var parts []string
-		if w.VUs > 0 {
-			parts = append(parts, fmt.Sprintf("%d VUs", w.VUs))
-		}
-		if w.Executor != "" {
-			parts = append(parts, "executor `"+w.Executor+"`")
-		}
-		if len(w.Scenarios) > 0 {
-			parts = append(parts, "scenarios "+strings.Join(w.Scenarios, ", "))
-		}
-		if w.Duration != "" {
-			parts = append(parts, w.Duration+" per run")
-		}
-		if env.Provenance.SkipWarmup != "" {
-			parts = append(parts, "first "+env.Provenance.SkipWarmup+" skipped as warm-up")
-		}
-		p("%s.\n\n", strings.Join(parts, ", "))
+	v.MDCCell = envMDC(v.T)
+	if m, ok := CompareMDC(env, v.T.N); ok {
+		v.MDCCell = envPct(m, 1)
 	}
-
-	p("## Method\n\n")
-	p("- Throughput: each run contributes one RPS sample (its `http_reqs` rate); report mean, min, max, sample standard deviation (n−1), and coefficient of variation (CV).\n")
-	p("- HTTP percentiles (p95, p99): report the band across runs (min and max of the %s k6-reported values). The mean of run-level p95s is never treated as a pooled p95.\n", envCount(n))
-	p("- Medians and averages: report min/max across runs and the mean of the per-run values.\n")
-	p("- Errors: `http_req_failed` failures of all requests, summed over runs.\n")
-	if n < 2 {
-		// Student t needs n−1 ≥ 1 degrees of freedom: say so rather than
-		// quote an interval with 0 of them.
-		p("- Beyond the single-run figures: a confidence interval for mean throughput and the minimum detectable change of the mean need at least two runs, so this single-run envelope has neither; repeat the test at least 3 times.\n\n")
-	} else {
-		p("- Beyond the single-run figures: a %s confidence interval for mean throughput (Student t, %d degrees of freedom) and the minimum detectable change of the mean (5%% level, 80%% power) given %s and the CV.\n\n",
-			envPct(env.Tolerance.Confidence, 0), n-1, runs)
-	}
-
-	t := env.Throughput
-	p("## Throughput (http_reqs rate)\n\n")
-	p("| Mean | Min | Max | Std dev | CV | %s CI of the mean | Min. detectable change |\n| ---: | ---: | ---: | ---: | ---: | :-- | ---: |\n", envPct(env.Tolerance.Confidence, 0))
-	ci := "n/a (fewer than 2 runs)"
-	if t.N >= 2 {
-		ci = envFig(t.CILow) + "–" + envFig(t.CIHigh) + " req/s"
-	}
-	mdcCell := envMDC(t)
-	if m, ok := CompareMDC(env, t.N); ok {
-		mdcCell = envPct(m, 1)
-	}
-	p("| %s req/s | %s req/s | %s req/s | %s | %s | %s | %s |\n\n", envFig(t.Mean), envFig(t.Min), envFig(t.Max), envFig(t.StdDev), envPct(t.CV, 2), ci, mdcCell)
-	if sent := compareMDCSentence(env); sent != "" {
-		p("The minimum detectable change in the table is for a later set of as many runs as this baseline (%d). %s\n\n", t.N, sent)
-	}
-	p("req/s (RPS) is k6's `http_reqs` per second: the aggregate HTTP request rate across all endpoints the workload invokes. It is not VU arrivals per second and not scenario iterations per second (reported separately below).\n\n")
-	switch {
-	case t.N < 2:
-		p("With a single run there is no run-to-run variation to report.\n\n")
-	case t.CV < 0.01:
-		p("At CV %s, throughput is effectively deterministic steady-state at this load: variation across runs is negligible for capacity planning.\n\n", envPct(t.CV, 2))
-	case t.CV < 0.05:
-		p("At CV %s, throughput is steady across runs; changes smaller than the minimum detectable change above cannot be told from noise.\n\n", envPct(t.CV, 2))
-	default:
-		p("At CV %s, throughput varies noticeably across runs; check the runs for warm-up, noisy neighbours or saturation before using this baseline.\n\n", envPct(t.CV, 2))
-	}
-	envPic(&b, pics, ChartThroughput)
-	p("| Run | Duration | Requests | req/s | Iterations | iter/s | Requests/iteration |\n| :-- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
-	for i, r := range env.Runs {
-		p("| %s | %s s | %s | %s | %s | %s | %s |\n", envRunLabel(r.Source, i), strconv.FormatFloat(r.DurationSeconds, 'f', 1, 64), envThousands(r.Requests), envFig(r.RPS), envThousands(r.Iterations), envFig(r.IterationsPerS), envFixed(r.RequestsPerIter, 2))
-	}
-	p("\n")
-
-	if it := env.Iterations; it.N > 0 {
-		rpi := env.RequestsPerIteration
-		p("## Iteration rate (scenario completions)\n\n")
-		p("k6 reports completed scenario iterations separately from HTTP RPS.\n\n")
-		p("- Mean %s iter/s (%s iter/s band), std dev %s, CV %s.\n", envFig(it.Mean), envRange(it.Min, it.Max, -1), envFig(it.StdDev), envPct(it.CV, 2))
-		p("- HTTP requests per iteration (total http_reqs ÷ iterations for that run): about %s (mean %s).\n\n", envRange(rpi.Min, rpi.Max, 2), envFixed(rpi.Mean, 2))
-		p("That ratio is useful when comparing business throughput (iterations) to raw HTTP throughput (RPS) under different VU counts or scenario mixes.\n\n")
-		envPic(&b, pics, ChartIterations)
-	}
-
-	l := env.Latency
-	p("## Latency (HTTP overall, http_req_duration)\n\n")
-	if l.P95.N == 0 && l.Median.N == 0 {
-		p("No run has `http_req_duration`.\n\n")
-	} else {
-		envBandLine(&b, "Median", l.Median, true, "mean of per-run medians")
-		envBandLine(&b, "Avg", l.Avg, true, "mean")
-		envBandLine(&b, "p95", l.P95, false, "")
-		envBandLine(&b, "p99", l.P99, false, "")
-		envBandLine(&b, "Max", l.Max, false, "")
-		p("\n")
-		envPic(&b, pics, ChartLatency)
-		p("| Run | Median | Avg | p95 | p99 | Max | Max above the p99 band |\n| :-- | ---: | ---: | ---: | ---: | ---: | :-- |\n")
-		for i, r := range env.Runs {
-			out := "no"
-			if r.MaxOutlier {
-				out = "yes (outlier)"
-			}
-			p("| %s | %s ms | %s ms | %s ms | %s ms | %s ms | %s |\n", envRunLabel(r.Source, i), envFig(r.Median), envFig(r.Avg), envFig(r.P95), envFig(r.P99), envFig(r.Max), out)
-		}
-		p("\n")
-		p("Note on “mean of per-run medians”: it summarizes central tendency across runs when variance is small; it is not a pooled median over all requests. Use it as a compact headline figure, not as a substitute for a single-run or merged histogram.\n\n")
-		if outliers := envOutliers(env); outliers > 0 {
-			if outliers == 1 {
-				p("Note on per-run maxima: a single maximum (~%s) sits above the aggregate p99 band (%s ms) in %d of %d runs and is therefore an outlier in the sense of the reported percentile ladder; summary figures alone cannot say what caused it.\n\n",
-					envSecondsRange(l.Max), envRange(l.P99.Min, l.P99.Max, -1), outliers, n)
-			} else {
-				p("Note on per-run maxima: %s maxima (~%s) sit above the aggregate p99 band (%s ms) in %d of %d runs and are therefore outliers in the sense of the reported percentile ladder; summary figures alone cannot say what caused them.\n\n",
-					envRareWord(outliers, n), envSecondsRange(l.Max), envRange(l.P99.Min, l.P99.Max, -1), outliers, n)
-			}
-		}
-	}
-
-	e := env.Errors
-	p("## Error rate\n\n")
-	failedRuns := 0
+	v.MDCSentence = compareMDCSentence(env)
+	v.MDCList = compareMDCList(env)
 	for _, r := range env.Runs {
 		if r.Failed > 0 {
-			failedRuns++
+			v.FailedRuns++
 		}
 	}
-	if e.Failed == 0 {
-		p("- %s http_req_failed in all %d runs (%s total HTTP requests).\n\n", envPct(e.Rate, 2), n, envThousands(e.Total))
-	} else {
-		p("- %s http_req_failed: %s of %s HTTP requests failed, in %d of %d runs.\n\n", envPct(e.Rate, 3), envThousands(e.Failed), envThousands(e.Total), failedRuns, n)
+	for _, name := range envEndpointNames(env) {
+		ep := env.Endpoints[name]
+		v.Endpoints = append(v.Endpoints, envEndpointView{Endpoint: ep, Display: ep.DisplayName(name)})
+		switch {
+		case ep.P95.N > 0 && v.L.P95.N > 0 && ep.P95.Min > v.L.P95.Max:
+			v.Above = append(v.Above, ep.DisplayName(name))
+		case ep.P95.N > 0:
+			v.Below = append(v.Below, ep.DisplayName(name))
+		}
 	}
+	v.OperatingPoint = envOperatingPrefix(w) + envTopologyPhrase(env)
+	pic := func(name string) string {
+		if s, ok := pics[name]; ok {
+			return s + "\n"
+		}
+		return ""
+	}
+	v.Pics.Throughput, v.Pics.Iterations = pic(ChartThroughput), pic(ChartIterations)
+	v.Pics.Latency, v.Pics.Endpoints = pic(ChartLatency), pic(ChartEndpoints)
+	return v
+}
 
-	names := envEndpointNames(env)
-	if len(names) > 0 {
-		p("## Endpoint bands (custom metrics, across %s)\n\n", runs)
-		for _, name := range names {
-			ep := env.Endpoints[name]
-			p("### %s\n\n", ep.DisplayName(name))
-			switch {
-			case ep.Metric == "":
-				p("`http_req_duration` where `%s` is `%s`.\n\n", ep.Tag, ep.Value)
-			case ep.Label != "":
-				p("Custom metric `%s`.\n\n", ep.Metric)
-			}
-			envBandLine(&b, "Avg", ep.Avg, true, "mean")
-			envBandLine(&b, "Median", ep.Median, false, "")
-			envBandLine(&b, "p95", ep.P95, false, "")
-			envBandLine(&b, "p99", ep.P99, false, "")
-			envBandLine(&b, "Max", ep.Max, false, "")
-			if ep.Share > 0 {
-				p("- Share of requests: %s\n", envPct(ep.Share, 1))
-			}
-			p("\n")
-		}
-		envPic(&b, pics, ChartEndpoints)
-
-		p("## Aggregate tail behaviour\n\n")
-		var above, below []string
-		for _, name := range names {
-			ep := env.Endpoints[name]
-			switch {
-			case ep.P95.N > 0 && l.P95.N > 0 && ep.P95.Min > l.P95.Max:
-				above = append(above, ep.DisplayName(name))
-			case ep.P95.N > 0:
-				below = append(below, ep.DisplayName(name))
-			}
-		}
-		if len(above) > 0 {
-			p("%s %s p95 bands above the aggregate p95 band (%s ms) and therefore %s the aggregate http_req_duration p95/p99 at this mix: %s the system-wide tail for the workload as executed.",
-				envList(above), envVerb(len(above), "has", "have"), envRange(l.P95.Min, l.P95.Max, -1), envVerb(len(above), "dominates", "dominate"), envVerb(len(above), "it defines", "they define"))
-			if len(below) > 0 {
-				p(" %s %s comparatively flat; the tail shape is driven by %s and %s variance.", envList(below), envVerb(len(below), "is", "are"), envList(above), envVerb(len(above), "its", "their"))
-			}
-			p("\n\n")
-		} else {
-			p("No endpoint's p95 band lies above the aggregate p95 band (%s ms): the tail is not dominated by one endpoint.\n\n", envRange(l.P95.Min, l.P95.Max, -1))
-		}
+// envWorkloadLine is the Sources section's "Workload: …" line, when the
+// workload is known.
+func envWorkloadLine(env *envelope.Envelope) (bool, string) {
+	w := env.Provenance.Workload
+	if w.VUs <= 0 && w.Executor == "" && w.Duration == "" {
+		return false, ""
 	}
-
-	p("## Steady-state operating point\n\n")
-	p("%s, the system sustains about %s req/s mean HTTP throughput with %s req/s observed across %s",
-		envOperatingPrefix(w)+envTopologyPhrase(env), envFixed(t.Mean, 1), envRange(t.Min, t.Max, -1), runs)
-	if it := env.Iterations; it.N > 0 {
-		p(", and %s iter/s mean iteration rate (%s iter/s band)", envFig(it.Mean), envRange(it.Min, it.Max, -1))
+	var parts []string
+	if w.VUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d VUs", w.VUs))
 	}
-	p(".")
-	if l.Median.N > 0 {
-		p(" Aggregate HTTP latency shows ~%s ms as the mean of per-run medians", envFixed(l.Median.Mean, 1))
-		if l.P95.N > 0 {
-			p(", observed aggregate p95 values in the %s ms range across runs", envRange(l.P95.Min, l.P95.Max, -1))
-		}
-		if l.P99.N > 0 {
-			p(", observed aggregate p99 in the %s ms range", envRange(l.P99.Min, l.P99.Max, -1))
-		}
-		if envOutliers(env) > 0 {
-			if envOutliers(env) == 1 {
-				p(", and a single ~%s maximum that sits above p99 and is treated as an outlier (see latency notes above)", envSecondsRange(l.Max))
-			} else {
-				p(", and %s ~%s maxima that sit above p99 and are treated as outliers (see latency notes above)", envRareWord(envOutliers(env), n), envSecondsRange(l.Max))
-			}
-		}
-		p(".")
+	if w.Executor != "" {
+		parts = append(parts, "executor `"+w.Executor+"`")
 	}
-	if e.Failed == 0 {
-		p(" Zero HTTP failures were recorded across all runs.\n\n")
-	} else {
-		p(" %s HTTP failures were recorded (%s).\n\n", envThousands(e.Failed), envPct(e.Rate, 3))
+	if len(w.Scenarios) > 0 {
+		parts = append(parts, "scenarios "+strings.Join(w.Scenarios, ", "))
 	}
-
-	s := env.Saturation
-	p("## Saturation\n\n")
-	switch {
-	case s.BelowSaturation:
-		p("Verdict: **below saturation**. There was no throughput degradation, no broad latency inflation and no error emergence across the %s, which indicates the system was operating below saturation at this load level for the tested topology.\n\n", runs)
-	case s.Verdict != "":
-		p("Verdict: **%s**.\n\n", s.Verdict)
+	if w.Duration != "" {
+		parts = append(parts, w.Duration+" per run")
 	}
-	for _, r := range s.Reasons {
-		p("- %s\n", r)
+	if env.Provenance.SkipWarmup != "" {
+		parts = append(parts, "first "+env.Provenance.SkipWarmup+" skipped as warm-up")
 	}
-	p("\n")
-
-	if len(env.Warnings) > 0 {
-		p("## Warnings\n\n")
-		for _, wn := range env.Warnings {
-			p("- %s\n", wn)
-		}
-		p("\n")
-	}
-	if mdc := compareMDCList(env); mdc != "" {
-		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes): with `exporter compare`, a later mean throughput must move by more than %s to be told apart from this baseline.\n", mdc)
-	} else {
-		p("Use this profile as the quantitative reference for later comparisons (VU steps, task count, runtime changes); with fewer than 2 baseline runs, no minimum detectable change can be given.\n")
-	}
-	return b.Bytes()
+	return true, strings.Join(parts, ", ")
 }
 
 // envFig formats a figure as the document does: four significant
@@ -490,27 +375,31 @@ func envMDC(s envelope.Spread) string {
 	return envPct(s.MDC, 1)
 }
 
-// envBandLine writes "- Avg: 7.01 / 9.00 ms (mean 8.02 ms)"; a band whose
-// both ends are a second or more is written in seconds ("1.10 / 1.39 s").
-func envBandLine(b *bytes.Buffer, label string, band envelope.Band, withMean bool, meanLabel string) {
+// envBandText is "- Avg: 7.01 / 9.00 ms (mean 8.02 ms)\n", the mean only
+// with a meanLabel; a band whose both ends are a second or more is written
+// in seconds ("1.10 / 1.39 s"); "" for a band no run has.
+func envBandText(label string, band envelope.Band, meanLabel string) string {
 	if band.N == 0 {
-		return
+		return ""
 	}
+	var b strings.Builder
+	withMean := meanLabel != ""
 	if band.Min >= 1000 && band.Max >= 1000 {
-		fmt.Fprintf(b, "- %s: %s / %s s", label, envFixed(band.Min/1000, 2), envFixed(band.Max/1000, 2))
+		fmt.Fprintf(&b, "- %s: %s / %s s", label, envFixed(band.Min/1000, 2), envFixed(band.Max/1000, 2))
 		if withMean && band.Mean != 0 {
-			fmt.Fprintf(b, " (%s %s s)", meanLabel, envFixed(band.Mean/1000, 2))
+			fmt.Fprintf(&b, " (%s %s s)", meanLabel, envFixed(band.Mean/1000, 2))
 		}
 	} else {
-		fmt.Fprintf(b, "- %s: %s / %s ms", label, envFig(band.Min), envFig(band.Max))
+		fmt.Fprintf(&b, "- %s: %s / %s ms", label, envFig(band.Min), envFig(band.Max))
 		if withMean && band.Mean != 0 {
-			fmt.Fprintf(b, " (%s %s ms)", meanLabel, envFig(band.Mean))
+			fmt.Fprintf(&b, " (%s %s ms)", meanLabel, envFig(band.Mean))
 		}
 	}
 	if band.N == 1 {
 		b.WriteString(" (one run)")
 	}
 	b.WriteString("\n")
+	return b.String()
 }
 
 // envSecondsRange is "2.1–2.8 s" for the maxima band.
@@ -664,11 +553,4 @@ func envOperatingPrefix(w envelope.Workload) string {
 		return fmt.Sprintf("At %d concurrent users", w.VUs)
 	}
 	return "At the tested load"
-}
-
-func envPic(b *bytes.Buffer, pics map[string]string, name string) {
-	if s, ok := pics[name]; ok {
-		b.WriteString(s)
-		b.WriteString("\n")
-	}
 }

@@ -29,6 +29,8 @@ func BenchmarkEnvelopeMarkdown(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		EnvelopeMarkdown(env, nil)
+		if _, err := EnvelopeMarkdown(env, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -23,7 +23,7 @@ func TestEnvelopeReportMDCAgreesWithCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := string(EnvelopeMarkdown(env, nil))
+	md := markdown(t, env, nil)
 	for _, k := range []int{1, 3, 5} {
 		m, ok := CompareMDC(env, k)
 		if !ok {

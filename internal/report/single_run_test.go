@@ -20,7 +20,7 @@ func TestEnvelopeReportSingleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(EnvelopeMarkdown(env, nil))
+	text := markdown(t, env, nil)
 	for _, bad := range []string{
 		"0 degrees of freedom",
 		"a single maxima",
@@ -47,7 +47,7 @@ func TestEnvelopeReportSingleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := string(EnvelopeMarkdown(all, nil)); !strings.Contains(text, "922.7–937.2") || !strings.Contains(text, "~2.1–2.8 s") {
+	if text := markdown(t, all, nil); !strings.Contains(text, "922.7–937.2") || !strings.Contains(text, "~2.1–2.8 s") {
 		t.Errorf("five-run report lost its bands")
 	}
 }

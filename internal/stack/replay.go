@@ -1,13 +1,9 @@
 package stack
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/exporter"
@@ -40,60 +36,50 @@ func Replay(ctx context.Context, srv *exporter.Server, path string, speed float6
 	}
 }
 
+// errStop ends a replay from inside the point reader when ctx is done.
+var errStop = errors.New("replay stopped")
+
 func replayOnce(ctx context.Context, srv *exporter.Server, path string, speed float64) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("replay: %w", err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("replay %s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 1<<20)
 	var (
-		p       k6.Point
 		first   time.Time
 		started = time.Now()
-		n, line int
+		n       int
 	)
-	for sc.Scan() {
-		line++
-		p.Tags, p.Metadata = nil, nil
-		isPoint, def, err := k6.ParseNDJSONLine(sc.Bytes(), &p)
-		if err != nil {
-			// A bad line is skipped, as the exporter does for live input.
-			continue
-		}
-		if !isPoint {
-			if def != nil {
-				srv.DefineMetric(def)
+	err := k6.ReadPointsFile(path, &k6.PointReader{
+		OnMetric: func(def *k6.MetricDef) error {
+			srv.DefineMetric(def)
+			return nil
+		},
+		OnPoint: func(p *k6.Point) error {
+			if first.IsZero() {
+				first = p.Time
 			}
-			continue
-		}
-		if first.IsZero() {
-			first = p.Time
-		}
-		due := started.Add(time.Duration(float64(p.Time.Sub(first)) / speed))
-		if wait := time.Until(due); wait > 10*time.Millisecond {
-			select {
-			case <-ctx.Done():
-				return n, ctx.Err()
-			case <-time.After(wait):
+			due := started.Add(time.Duration(float64(p.Time.Sub(first)) / speed))
+			if wait := time.Until(due); wait > 10*time.Millisecond {
+				select {
+				case <-ctx.Done():
+					return errStop
+				case <-time.After(wait):
+				}
 			}
-		}
-		srv.IngestPoint(&p)
-		n++
-	}
-	if err := sc.Err(); err != nil {
-		return n, fmt.Errorf("replay %s:%d: %w", path, line+1, err)
+			srv.IngestPoint(p)
+			n++
+			return nil
+		},
+		// A bad line is skipped, as the exporter does for live input; a
+		// line too long to read stops the replay.
+		OnBad: func(e *k6.LineError) error {
+			if errors.Is(e, k6.ErrLineTooLong) {
+				return e
+			}
+			return nil
+		},
+	})
+	switch {
+	case errors.Is(err, errStop):
+		return n, ctx.Err()
+	case err != nil:
+		return n, fmt.Errorf("replay: %w", err)
 	}
 	return n, nil
 }

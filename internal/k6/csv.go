@@ -9,52 +9,6 @@ import (
 	"strings"
 )
 
-// ndjsonParser reads --out json lines with the hand-written scanner.
-type ndjsonParser struct{}
-
-func (ndjsonParser) parse(w *worker, line []byte) ([]byte, bool, error) {
-	line = trimEOL(line)
-	if len(bytes.TrimSpace(line)) == 0 {
-		return nil, true, nil
-	}
-	r := &w.raw
-	if err := scanNDJSON(line, r); err != nil {
-		return nil, false, err
-	}
-	if r.kind == kindMetric {
-		if _, err := decodeMetricDef(r.data); err != nil {
-			return nil, false, err
-		}
-		return nil, false, nil
-	}
-	metric := r.metric
-	if r.escaped {
-		s, err := unescape(metric, true, "metric")
-		if err != nil {
-			return nil, false, err
-		}
-		metric = []byte(s)
-	}
-	w.curT, w.curOff, w.curV = r.time, r.offset, r.value
-	w.tagBytes, w.keyBuilt = r.tags, false
-	return metric, false, nil
-}
-
-func (ndjsonParser) decodeTags(w *worker, tags map[string]string) error {
-	if w.raw.tags == nil {
-		return nil
-	}
-	return decodeStringObject(w.raw.tags, "data.tags", tags)
-}
-
-func (ndjsonParser) metadata(w *worker) (map[string]string, error) {
-	if w.raw.metadata == nil {
-		return nil, nil
-	}
-	m := map[string]string{}
-	return m, decodeStringObject(w.raw.metadata, "data.metadata", m)
-}
-
 // csvParser reads --out csv rows by the header's columns. Rows without a
 // quote are split on commas directly; quoted rows go through encoding/csv.
 // An empty cell means the tag is not set.

@@ -2,6 +2,7 @@ package k6
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -69,4 +70,32 @@ func (t threshold) passed(values map[string]float64) (ok, known bool) {
 	default:
 		return x != t.v, true
 	}
+}
+
+// thresholdsOf parses the thresholds NDJSON Metric lines declare. They are
+// evaluated on the metric itself (k6 writes no sub-metric thresholds
+// there); a trend stat they need beyond st is returned in extra, to be
+// computed and then dropped from the values.
+func thresholdsOf(reg *registry, st []trendStat) (ths [][]threshold, extra [][]trendStat) {
+	ths = make([][]threshold, len(reg.mlist))
+	extra = make([][]trendStat, len(reg.mlist))
+	for _, m := range reg.mlist {
+		if m.def == nil {
+			continue
+		}
+		for _, e := range m.def.Thresholds {
+			th, err := parseThreshold(e)
+			if err != nil {
+				continue // k6 refused it already; nothing to report
+			}
+			ths[m.idx] = append(ths[m.idx], th)
+			if m.typ == Trend && !slices.ContainsFunc(st, func(s trendStat) bool { return s.name == th.stat }) &&
+				!slices.ContainsFunc(extra[m.idx], func(s trendStat) bool { return s.name == th.stat }) {
+				if ts, err := parseStats([]string{th.stat}); err == nil {
+					extra[m.idx] = append(extra[m.idx], ts[0])
+				}
+			}
+		}
+	}
+	return ths, extra
 }
