@@ -8,14 +8,14 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-// r rounds as the seed baseline report does before comparing.
+// r rounds as the reference baseline report does before comparing.
 func r(v float64, decimals int) float64 {
 	p := math.Pow(10, float64(decimals))
 	return math.Round(v*p) / p
 }
 
 // TestSeedFigures checks the embedded runs against every figure of the
-// seed baseline report, at that report's own rounding.
+// reference baseline report, at that report's own rounding.
 func TestSeedFigures(t *testing.T) {
 	env, err := Envelope()
 	if err != nil {
@@ -90,7 +90,7 @@ func TestSeedFigures(t *testing.T) {
 		}
 	}
 	if !env.Saturation.BelowSaturation {
-		t.Errorf("saturation = %+v, the seed baseline report finds the runs below saturation", env.Saturation)
+		t.Errorf("saturation = %+v, the reference baseline report finds the runs below saturation", env.Saturation)
 	}
 	w := env.Provenance.Workload
 	if w.VUs != 50 || w.Executor != "constant-vus" || w.Duration != "6m0s" {

@@ -55,7 +55,7 @@ const (
 var ErrNoRuns = errors.New("no runs given")
 
 // builtinTrends are k6's own trend metrics; every other trend is a custom
-// metric and becomes an endpoint band, as the seed baseline report's "Actor GET",
+// metric and becomes an endpoint band, as the reference baseline report's "Actor GET",
 // "Auth login" and the rest are.
 var builtinTrends = map[string]bool{
 	"http_req_duration": true, "http_req_blocked": true, "http_req_connecting": true,

@@ -291,7 +291,7 @@ func envWorkloadLine(env *envelope.Envelope) (bool, string) {
 	return true, strings.Join(parts, ", ")
 }
 
-// envFig formats a figure as the seed baseline report does: four significant
+// envFig formats a figure as the reference baseline report does: four significant
 // figures, at most two decimals (55.97, 357.7, 7.01, 1020).
 func envFig(v float64) string {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -310,7 +310,7 @@ func envFig(v float64) string {
 
 func envFixed(v float64, d int) string { return strconv.FormatFloat(v, 'f', d, 64) }
 
-// envRange is "lo–hi" with the seed baseline report's en dash (d < 0 uses envFig), or
+// envRange is "lo–hi" with the reference baseline report's en dash (d < 0 uses envFig), or
 // one figure when both ends print the same (a band from a single run),
 // never "931.4–931.4".
 func envRange(lo, hi float64, d int) string {

@@ -29,10 +29,10 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 	}
 	text := string(b)
 	for _, want := range []string{
-		// Sections, in the seed baseline report's order.
+		// Sections, in the reference baseline report's order.
 		"## Method", "## Throughput (http_reqs rate)", "## Iteration rate", "## Latency (HTTP overall, http_req_duration)",
 		"## Error rate", "## Endpoint bands", "## Aggregate tail behaviour", "## Steady-state operating point", "## Saturation",
-		// The seed baseline report's figures.
+		// The reference baseline report's figures.
 		"At CV 0.24%, throughput is effectively deterministic steady-state at this load",
 		"about 1.25–1.26 (mean 1.25)",
 		"sustains about 56.1 req/s mean HTTP throughput with 55.97–56.28 req/s observed across five runs",
@@ -56,7 +56,7 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 		"- p95: 74.02 / 83.13 ms",
 		"`auth_login` and `auth_register` have p95 bands above the aggregate p95 band",
 		"Verdict: **below saturation**",
-		// Beyond the seed baseline report: the CI and the minimum detectable change.
+		// Beyond the reference baseline report: the CI and the minimum detectable change.
 		"95% CI of the mean", "55.93–56.27 req/s",
 		// Charts, light and dark, as the second document references them.
 		`<source media="(prefers-color-scheme: dark)" srcset="charts/dark/throughput.png">`,
@@ -66,7 +66,7 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// The seed baseline report's two p99 lines use a precision of their own (32.5 /
+	// The reference baseline report's two p99 lines use a precision of their own (32.5 /
 	// 70.5 ms, 108.08 / 137.01 ms); the report keeps one rule (four
 	// significant figures), whose figures round to that report's.
 	for _, want := range []string{"- p99: 32.50 / 70.50 ms", "- p99: 108.1 / 137.0 ms"} {

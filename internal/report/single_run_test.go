@@ -42,7 +42,7 @@ func TestEnvelopeReportSingleRun(t *testing.T) {
 			t.Errorf("single-run report lacks %q", want)
 		}
 	}
-	// Several runs keep their ranges (the seed baseline report's rounding).
+	// Several runs keep their ranges (the reference baseline report's rounding).
 	all, err := demo.Envelope()
 	if err != nil {
 		t.Fatal(err)
