@@ -118,29 +118,30 @@ func buildOne(s spec, opts Options) (Dashboard, error) {
 	b := &board{}
 	s.build(b, opts)
 
-	d := dashboard.NewDashboardBuilder(s.title). //nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
-							Uid(s.uid).
-							Description(s.desc).
-							Tags([]string{tag, "k6"}).
-							Editable().
-							Tooltip(dashboard.DashboardCursorSyncCrosshair).
-							Time("now-1h", "now").
-							Timezone(common.TimeZoneBrowser).
-							Refresh("30s").
-							Link(dashboard.NewDashboardLinkBuilder("Envelope dashboards").
-								Type(dashboard.DashboardLinkTypeDashboards).
-								Tags([]string{tag}).
-								AsDropdown(true).
-								IncludeVars(true).
-								KeepTime(true)).
-							Annotation(dashboard.NewAnnotationQueryBuilder().
-								Name("Annotations & Alerts").
-								Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
-								Type("dashboard").
-								BuiltIn(1).
-								Enable(true).
-								Hide(true).
-								IconColor("rgba(0, 211, 255, 1)"))
+	//nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
+	d := dashboard.NewDashboardBuilder(s.title).
+		Uid(s.uid).
+		Description(s.desc).
+		Tags([]string{tag, "k6"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Refresh("30s").
+		Link(dashboard.NewDashboardLinkBuilder("Envelope dashboards").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{tag}).
+			AsDropdown(true).
+			IncludeVars(true).
+			KeepTime(true)).
+		Annotation(dashboard.NewAnnotationQueryBuilder().
+			Name("Annotations & Alerts").
+			Datasource(dashboard.DataSourceRef{Type: cog.ToPtr("grafana"), Uid: cog.ToPtr("-- Grafana --")}).
+			Type("dashboard").
+			BuiltIn(1).
+			Enable(true).
+			Hide(true).
+			IconColor("rgba(0, 211, 255, 1)"))
 	if s.uid != UIDExporter && s.uid != UIDECS {
 		d.Annotation(runAnnotation())
 	}

@@ -181,7 +181,7 @@ func toolCacheDir(root string) (string, error) {
 		}
 		h.Write(b)
 	}
-	_, _ = fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS"))
+	_, _ = fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS")) // hash writes cannot fail
 	dir := filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -274,7 +274,7 @@ func StartProcess(name, bin string, args []string, dir, logPath, url string) (*P
 	p := &Process{Name: name, URL: url, Log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		_ = logf.Close() // written by the child through its own descriptor, which is closed
+		_ = logf.Close() // the child wrote through its own copy of the descriptor
 		close(p.done)
 	}()
 	return p, nil
