@@ -279,4 +279,4 @@ func mapping(kv ...any) *yaml.Node {
 }
 
 // ErrStale is returned by Check when generated files differ from disk.
-var ErrStale = errors.New("generated deploy files are stale; run go generate ./...")
+var ErrStale = errors.New("generated deploy files are stale; run go generate ./...") //nolint:staticcheck // ends with the package pattern ./..., not punctuation

@@ -94,7 +94,7 @@ func subset(sel, labels map[string]string) bool {
 func TestYAMLParses(t *testing.T) {
 	n := 0
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+		if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml")) {
 			return err
 		}
 		n++
@@ -377,8 +377,12 @@ func TestGenerateMissingSources(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), RulesDir) {
 		t.Fatalf("empty root: err = %v, want one naming %s", err, RulesDir)
 	}
-	os.MkdirAll(filepath.Join(dir, RulesDir), 0o755)
-	os.WriteFile(filepath.Join(dir, RulesDir, "x.rules.yaml"), []byte("groups: []\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, RulesDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RulesDir, "x.rules.yaml"), []byte("groups: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Generate(dir); err == nil || !strings.Contains(err.Error(), "PrometheusRule") {
 		t.Errorf("rules without a PrometheusRule: err = %v", err)
 	}
@@ -491,7 +495,9 @@ func defaultPort(t *testing.T) int {
 		t.Fatal("cmd/exporter/main.go: no defaultPort constant")
 	}
 	var p int
-	fmt.Sscan(string(m[1]), &p)
+	if _, err := fmt.Sscan(string(m[1]), &p); err != nil {
+		t.Fatal(err)
+	}
 	return p
 }
 
@@ -617,7 +623,7 @@ func TestPromtoolCheckConfig(t *testing.T) {
 	// YAML files with scrape_configs.
 	var configs []string
 	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yml") || strings.HasSuffix(p, ".yaml")) {
+		if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".yml") && !strings.HasSuffix(p, ".yaml")) {
 			return err
 		}
 		for _, doc := range docs(t, filepath.Join("deploy", p)) {

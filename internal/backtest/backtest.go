@@ -112,7 +112,7 @@ func (s *series) grow(slot int) {
 
 // builtin trends the exporter does not expose as endpoint histograms.
 func exposedTrend(name string) bool {
-	return name == "http_req_duration" || !(strings.HasPrefix(name, "http_req_") || name == "iteration_duration" || name == "group_duration")
+	return name == "http_req_duration" || (!strings.HasPrefix(name, "http_req_") && name != "iteration_duration" && name != "group_duration")
 }
 
 type replay struct {

@@ -198,7 +198,7 @@ func readAll(t *testing.T, path string) ([]*k6.MetricDef, []k6.Point) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func referenceFile(ctx context.Context, t *testing.T, env *envelope.Envelope, ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer db.Close() //nolint:errcheck // test cleanup of a temporary TSDB
 	app := db.Appender(ctx)
 	if err := r.write(tsdbAppender{app}, pr.up, pr.lastSlot); err != nil {
 		t.Fatal(err)

@@ -188,9 +188,8 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 			return nil, err
 		}
 		poly.Color = t.BandFill[i%len(t.BandFill)]
-		poly.LineStyle.Color = t.BandLine[i%len(t.BandLine)]
-		poly.LineStyle.Width = vg.Points(0.75)
-		poly.LineStyle.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		poly.LineStyle = draw.LineStyle{Color: t.BandLine[i%len(t.BandLine)], Width: vg.Points(0.75),
+			Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
 		p.Add(poly)
 		if b.Name != "" {
 			p.Legend.Add(b.Name, poly)
@@ -316,7 +315,7 @@ func save(p *plot.Plot, w, h vg.Length, path string) (err error) {
 	m := vg.Points(margin)
 	if p.BackgroundColor != nil {
 		dc.SetColor(p.BackgroundColor)
-		dc.Fill(dc.Rectangle.Path())
+		dc.Fill(dc.Path())
 	}
 	p.Draw(draw.Crop(dc, m, -m, m, -m))
 	f, err := os.Create(path)

@@ -38,7 +38,7 @@ func TestWriteThemed(t *testing.T) {
 				t.Fatal(err)
 			}
 			img, err := png.Decode(f)
-			f.Close()
+			_ = f.Close() // only read
 			if err != nil {
 				t.Fatalf("%s/%s: %v", th.Name, name, err)
 			}

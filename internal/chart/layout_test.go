@@ -48,7 +48,7 @@ func TestChartsKeepAMargin(t *testing.T) {
 			t.Fatal(err)
 		}
 		img, err := png.Decode(f)
-		f.Close()
+		_ = f.Close() // only read
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,13 +112,13 @@ func (f *fakeCloudWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if fail != nil {
 		w.Header().Set("X-Amzn-Query-Error", fail.queryCode+";Sender")
 		w.WriteHeader(fail.status)
-		w.Write(cbor.Encode(cbor.Map{"__type": cbor.String(fail.typ), "message": cbor.String("recorded failure")}))
+		_, _ = w.Write(cbor.Encode(cbor.Map{"__type": cbor.String(fail.typ), "message": cbor.String("recorded failure")})) // the client under test reports a short body
 		return
 	}
 	if len(req.ids) > MaxQueriesPerCall {
 		w.Header().Set("X-Amzn-Query-Error", "InvalidParameterValue;Sender")
 		w.WriteHeader(http.StatusBadRequest)
-		w.Write(cbor.Encode(cbor.Map{"__type": cbor.String("InvalidParameterValue"), "message": cbor.String("too many queries")}))
+		_, _ = w.Write(cbor.Encode(cbor.Map{"__type": cbor.String("InvalidParameterValue"), "message": cbor.String("too many queries")})) // the client under test reports a short body
 		return
 	}
 
@@ -127,7 +127,11 @@ func (f *fakeCloudWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.pageSize > 0 {
 		from := 0
 		if req.nextToken != "" {
-			fmt.Sscanf(req.nextToken, "from-%d", &from)
+			if _, err := fmt.Sscanf(req.nextToken, "from-%d", &from); err != nil {
+				f.t.Errorf("NextToken %q was not issued by the fake: %v", req.nextToken, err)
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
 		}
 		to := min(from+f.pageSize, len(ids))
 		if to < len(ids) {
@@ -159,7 +163,7 @@ func (f *fakeCloudWatch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		out["NextToken"] = cbor.String(next)
 	}
-	w.Write(cbor.Encode(out))
+	_, _ = w.Write(cbor.Encode(out)) // the client under test reports a short body
 }
 
 func parseRequest(body []byte) (fakeRequest, error) {

@@ -58,11 +58,13 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%s\n", s)
 	}
 	b.WriteString("\n")
+	// The table is built in memory, where writes cannot fail; the one write
+	// that can is the final WriteString to w.
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
+	_, _ = fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
 	for _, f := range r.Figures {
 		if f.Verdict == NoData {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", f.Label(), f.Verdict)
+			_, _ = fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", f.Label(), f.Verdict)
 			continue
 		}
 		unit := "%"
@@ -71,10 +73,10 @@ func (r *Result) WriteText(w io.Writer) error {
 			unit = "pp"
 			base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f%s\t[%+.2f, %+.2f]\t%.2f%s\t%.1f%s\t%.3g\t%s\n",
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f%s\t[%+.2f, %+.2f]\t%.2f%s\t%.1f%s\t%.3g\t%s\n",
 			f.Label(), base, cand, f.ChangePct, unit, f.CILowPct, f.CIHighPct, f.MDCPct, unit, f.TolerancePct, unit, f.PHolm, f.Verdict)
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	var notes []string
 	for _, f := range r.Figures {
 		if f.Note != "" {

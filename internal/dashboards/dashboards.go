@@ -45,8 +45,8 @@ type Options struct {
 type Dashboard struct {
 	UID   string
 	Title string
-	File  string // file name in the output folder
-	Model dashboard.Dashboard
+	File  string              // file name in the output folder
+	Model dashboard.Dashboard //nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
 }
 
 // JSON renders the dashboard as indented JSON with a trailing newline.
@@ -118,6 +118,7 @@ func buildOne(s spec, opts Options) (Dashboard, error) {
 	b := &board{}
 	s.build(b, opts)
 
+	//nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
 	d := dashboard.NewDashboardBuilder(s.title).
 		Uid(s.uid).
 		Description(s.desc).

@@ -124,7 +124,7 @@ scrape_configs:
 	// a rejected OTLP push (wrong content type) and, in the replay below,
 	// one malformed line.
 	if r, err := http.Post(ts.URL+"/v1/metrics", "text/plain", strings.NewReader("x")); err == nil {
-		r.Body.Close()
+		_ = r.Body.Close()
 	}
 	// Start once Prometheus scrapes the exporter, so every chunk lands in
 	// its own scrape and the run spans about twenty seconds of samples:
@@ -199,7 +199,7 @@ func replayInChunks(t *testing.T, srv *exporter.Server, path string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	var defs, points []string
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

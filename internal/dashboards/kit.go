@@ -119,7 +119,7 @@ func (b *board) place(w, h uint32, p cog.Builder[dashboard.Panel]) {
 
 // apply adds the board's rows and panels to d, then Build fixes ids and
 // positions on the result (see finish).
-func (b *board) apply(d *dashboard.DashboardBuilder) {
+func (b *board) apply(d *dashboard.DashboardBuilder) { //nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
 	for _, c := range b.cells {
 		if c.row != nil {
 			d.WithRow(c.row)
@@ -132,7 +132,7 @@ func (b *board) apply(d *dashboard.DashboardBuilder) {
 // finish writes the board's explicit ids and grid positions into the
 // built dashboard, in the order the cells were added. Ids start at 1 and
 // are unique across rows and panels.
-func (b *board) finish(m *dashboard.Dashboard) error {
+func (b *board) finish(m *dashboard.Dashboard) error { //nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
 	if len(m.Panels) != len(b.cells) {
 		return fmt.Errorf("dashboard %q: %d panels built, %d laid out", deref(m.Title), len(m.Panels), len(b.cells))
 	}

@@ -32,8 +32,8 @@ func fixtureServer(t testing.TB, prefix string) *httptest.Server {
 	task := readFile(t, filepath.Join("testdata", "fixtures", prefix+"_task_metadata.json"))
 	stats := readFile(t, filepath.Join("testdata", "fixtures", prefix+"_task_stats.json"))
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /task", func(w http.ResponseWriter, _ *http.Request) { w.Write(task) })
-	mux.HandleFunc("GET /task/stats", func(w http.ResponseWriter, _ *http.Request) { w.Write(stats) })
+	mux.HandleFunc("GET /task", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(task) })
+	mux.HandleFunc("GET /task/stats", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(stats) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -293,12 +293,12 @@ func TestBadEndpoint(t *testing.T) {
 	t.Cleanup(func() { close(release); slow.Close() })
 
 	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("{\"Cluster\": \"x\",\n \"Containers\": [oops]}"))
+		_, _ = w.Write([]byte("{\"Cluster\": \"x\",\n \"Containers\": [oops]}")) // the client under test reports a short body
 	}))
 	t.Cleanup(garbage.Close)
 
 	wrongType := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("{\n\"Revision\": 9\n}"))
+		_, _ = w.Write([]byte("{\n\"Revision\": 9\n}")) // the client under test reports a short body
 	}))
 	t.Cleanup(wrongType.Close)
 
@@ -310,8 +310,8 @@ func TestBadEndpoint(t *testing.T) {
 	// /task fine, /task/stats broken: no partial data.
 	task := readFile(t, filepath.Join("testdata", "fixtures", "fargate_task_metadata.json"))
 	halfMux := http.NewServeMux()
-	halfMux.HandleFunc("GET /task", func(w http.ResponseWriter, _ *http.Request) { w.Write(task) })
-	halfMux.HandleFunc("GET /task/stats", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("[1,2]")) })
+	halfMux.HandleFunc("GET /task", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(task) })
+	halfMux.HandleFunc("GET /task/stats", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("[1,2]")) })
 	half := httptest.NewServer(halfMux)
 	t.Cleanup(half.Close)
 

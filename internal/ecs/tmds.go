@@ -206,7 +206,7 @@ func (c *Client) get(ctx context.Context, path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // response body, only read
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return fmt.Errorf("GET %s: reading body: %w", url, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -26,7 +27,7 @@ func ParseMatch(match string) ([]*labels.Matcher, error) {
 		return nil, fmt.Errorf("%q is not a list of PromQL label matchers: %v", match, err)
 	}
 	for _, x := range ms {
-		if x.Name == labels.MetricName {
+		if x.Name == model.MetricNameLabel {
 			return nil, fmt.Errorf("%q names the metric (%s); match only on k6 tags such as testid, scenario or envelope", match, x)
 		}
 	}

@@ -49,7 +49,7 @@ func ReadFiles(paths []string, opts k6.LoadOptions) ([]Input, error) {
 			return nil, err
 		}
 		i, err := ReadRun(SourceName(p), f, opts)
-		f.Close()
+		_ = f.Close() // only read
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +68,7 @@ func ReadFS(fsys fs.FS, names []string, prefix string, opts k6.LoadOptions) ([]I
 			return nil, err
 		}
 		i, err := ReadRun(filepath.ToSlash(filepath.Join(prefix, n)), f, opts)
-		f.Close()
+		_ = f.Close() // only read
 		if err != nil {
 			return nil, err
 		}

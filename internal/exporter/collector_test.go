@@ -111,7 +111,9 @@ func golden(t *testing.T, name string, c prometheus.Collector) {
 	if *update {
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(c)
-		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, render(t, reg), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +122,7 @@ func golden(t *testing.T, name string, c prometheus.Collector) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	if err := testutil.CollectAndCompare(c, f); err != nil {
 		t.Error(err)
 	}
@@ -173,8 +175,11 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := new(bytes.Buffer)
-	body.ReadFrom(resp.Body)
-	resp.Body.Close()
+	_, err = body.ReadFrom(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := promtest.PromtoolCmd(t, "check", "metrics")
 	cmd.Stdin = body
 	out, err := cmd.CombinedOutput()

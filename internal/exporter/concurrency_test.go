@@ -72,8 +72,8 @@ func TestScrapeWhileIngesting(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("scrape answered %d", resp.StatusCode)
 				return

@@ -29,7 +29,7 @@ func exactFigures(t testing.TB, path string) (requests float64, durations []floa
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		gz, err := gzip.NewReader(f)
@@ -82,7 +82,7 @@ func freePort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer l.Close() //nolint:errcheck // test cleanup
 	return l.Addr().(*net.TCPAddr).Port
 }
 

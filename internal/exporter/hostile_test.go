@@ -246,8 +246,10 @@ func TestHostileNonFinite(t *testing.T) {
 		t.Errorf("points ingested = %v, want 2 (the good histogram, the first counter point)", got)
 	}
 	// NDJSON: the same counter overflow.
-	s.ReplayReader("big", strings.NewReader(
-		`{"metric":"iterations","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1e308,"tags":{}}}`+"\n"))
+	if _, err := s.ReplayReader("big", strings.NewReader(
+		`{"metric":"iterations","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1e308,"tags":{}}}`+"\n")); err != nil {
+		t.Fatal(err)
+	}
 	if got := badCount(s, SourceResults, "overflow"); got != 1 {
 		t.Errorf("NDJSON overflow = %v, want 1", got)
 	}
@@ -431,7 +433,7 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			codes[i] = resp.StatusCode
 		}()
 	}
@@ -440,7 +442,7 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -501,7 +503,9 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	webCfg := filepath.Join(t.TempDir(), "web.yml")
-	os.WriteFile(webCfg, []byte("basic_auth_users:\n  k6: "+string(hash)+"\n"), 0o600)
+	if err := os.WriteFile(webCfg, []byte("basic_auth_users:\n  k6: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := hostileServer(t, Config{SeriesTTL: 15 * time.Minute, WebConfigFile: webCfg})
 	now := time.Now()
 	s.st.clock.Store(now.UnixNano())
@@ -533,7 +537,7 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Serve(ctx, l)
+	go func() { _ = s.Serve(ctx, l) }() // a server that fails to start fails the requests below
 	del := func(id, user string) int {
 		req, _ := http.NewRequest(http.MethodDelete, "http://"+l.Addr().String()+"/api/v1/runs/"+id, nil)
 		if user != "" {
@@ -543,7 +547,7 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
 	if code := del("kept", ""); code != http.StatusUnauthorized {
@@ -573,7 +577,9 @@ func httpDelete(t *testing.T, s *Server, id string) int {
 func TestHostileGRPC(t *testing.T) {
 	hash, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
 	webCfg := filepath.Join(t.TempDir(), "web.yml")
-	os.WriteFile(webCfg, []byte("basic_auth_users:\n  k6: "+string(hash)+"\n"), 0o600)
+	if err := os.WriteFile(webCfg, []byte("basic_auth_users:\n  k6: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := hostileServer(t, Config{WebConfigFile: webCfg})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -581,12 +587,12 @@ func TestHostileGRPC(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go s.ServeGRPC(ctx, l)
+	go func() { _ = s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the exports below
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer conn.Close() //nolint:errcheck // test cleanup
 	client := colmetricpb.NewMetricsServiceClient(conn)
 	req := exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(3, 1)))
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
@@ -610,8 +616,13 @@ func TestHostileGRPC(t *testing.T) {
 	}
 
 	// A receiver whose listener fails.
-	dead, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead.Close()
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.ServeGRPC(ctx, dead); err == nil {
 		t.Fatal("ServeGRPC on a closed listener returned nil")
 	}
@@ -644,8 +655,12 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	}
 	kb, _ := x509.MarshalECPrivateKey(key)
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
-	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cert, _ := x509.ParseCertificate(der)
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
@@ -660,7 +675,9 @@ func TestHostileGRPCTLS(t *testing.T) {
 	certFile, keyFile, pool := selfSigned(t, dir)
 	hash, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
 	webCfg := filepath.Join(dir, "web.yml")
-	os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  k6: %s\n", certFile, keyFile, hash)), 0o600)
+	if err := os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  k6: %s\n", certFile, keyFile, hash)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := hostileServer(t, Config{WebConfigFile: webCfg})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -668,7 +685,7 @@ func TestHostileGRPCTLS(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go s.ServeGRPC(ctx, l)
+	go func() { _ = s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the dials below
 	req := exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(3, 1)))
 	auth := metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("k6:secret")))
 	cctx, ccancel := context.WithTimeout(auth, 10*time.Second)
@@ -678,7 +695,7 @@ func TestHostileGRPCTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tlsConn.Close()
+	defer tlsConn.Close() //nolint:errcheck // test cleanup
 	if _, err := colmetricpb.NewMetricsServiceClient(tlsConn).Export(cctx, req); err != nil {
 		t.Errorf("TLS export with credentials: %v", err)
 	}
@@ -686,7 +703,7 @@ func TestHostileGRPCTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer plain.Close()
+	defer plain.Close() //nolint:errcheck // test cleanup
 	if _, err := colmetricpb.NewMetricsServiceClient(plain).Export(cctx, req); err == nil {
 		t.Error("plaintext export to the TLS receiver succeeded")
 	}
@@ -695,7 +712,9 @@ func TestHostileGRPCTLS(t *testing.T) {
 	}
 
 	// A key file that does not exist: ServeGRPC refuses to start.
-	os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", certFile, filepath.Join(dir, "missing.pem"))), 0o600)
+	if err := os.WriteFile(webCfg, []byte(fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\n", certFile, filepath.Join(dir, "missing.pem"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s2 := hostileServer(t, Config{WebConfigFile: webCfg})
 	l2, _ := net.Listen("tcp", "127.0.0.1:0")
 	if err := s2.ServeGRPC(ctx, l2); err == nil || !strings.Contains(err.Error(), "TLS") {

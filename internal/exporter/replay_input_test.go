@@ -19,16 +19,16 @@ func TestReplayFileInputs(t *testing.T) {
 	}
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
-	zw.Write(nd)
-	zw.Close()
+	_, _ = zw.Write(nd) // in memory, cannot fail
+	_ = zw.Close()      // in memory, cannot fail
 	// A CSV named without .csv (content decides, as the loaders do).
 	csv := "metric_name,timestamp,metric_value,check,error,error_code,expected_response,group,method,name,proto,scenario,service,status,subproto,tls_version,url,extra_tags,metadata\n" +
 		"http_reqs,1796028664,1.000000,,,,true,::home page,GET,home,HTTP/1.0,arrival,,200,,,home,,\n" +
 		"http_reqs,1796028665,1.000000,,,,true,::home page,GET,home,HTTP/1.0,arrival,,200,,,home,,\n"
 	var csvGz bytes.Buffer
 	zw = gzip.NewWriter(&csvGz)
-	zw.Write([]byte(csv))
-	zw.Close()
+	_, _ = zw.Write([]byte(csv)) // in memory, cannot fail
+	_ = zw.Close()               // in memory, cannot fail
 	files := map[string][]byte{
 		"run.ndjson.gz": gz.Bytes(),
 		"run-csv.out":   []byte(csv),

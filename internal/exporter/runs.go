@@ -69,11 +69,19 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if n == 0 {
 		w.WriteHeader(http.StatusNotFound)
-		json.NewEncoder(w).Encode(map[string]any{"error": fmt.Sprintf("no series with testid %q", id)})
+		s.writeJSON(w, map[string]any{"error": fmt.Sprintf("no series with testid %q", id)})
 		return
 	}
 	s.log.Info("deleted run", "testid", id, "series", n)
-	json.NewEncoder(w).Encode(map[string]any{"testid": id, "series_removed": n})
+	s.writeJSON(w, map[string]any{"testid": id, "series_removed": n})
+}
+
+// writeJSON encodes v as the response body. The status is already sent,
+// so a failed write (the client went away) can only be logged.
+func (s *Server) writeJSON(w http.ResponseWriter, v any) {
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.log.Debug("writing response", "err", err)
+	}
 }
 
 // readWebConfig reads an exporter-toolkit web config file; nil without

@@ -302,7 +302,7 @@ func validLabel(s string) bool {
 		return false
 	}
 	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (i == 0 || r < '0' || r > '9') {
 			return false
 		}
 	}
@@ -381,24 +381,26 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.Handle(s.cfg.TelemetryPath, promhttp.InstrumentMetricHandler(s.reg, metrics))
 	mux.Handle("/v1/metrics", s.otlp)
+	// The probe bodies are for people; the status code is the answer, so a
+	// failed body write (the prober went away) is not worth a log line.
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "Healthy\n")
+		_, _ = io.WriteString(w, "Healthy\n")
 	})
 	mux.HandleFunc("DELETE /api/v1/runs/{testid}", s.deleteRun)
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if e := s.grpcErr.Load(); e != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "OTLP gRPC receiver stopped: %v\n", *e)
+			_, _ = fmt.Fprintf(w, "OTLP gRPC receiver stopped: %v\n", *e)
 			return
 		}
 		if !s.ready.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, "Loading results\n")
+			_, _ = io.WriteString(w, "Loading results\n")
 			return
 		}
 		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, "Ready\n")
+		_, _ = io.WriteString(w, "Ready\n")
 	})
 	if s.cfg.TelemetryPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
@@ -443,7 +445,8 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		gctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go s.serveGRPC(gctx, l, creds)
+		// serveGRPC logs an early stop and turns /-/ready to 503.
+		go func() { _ = s.serveGRPC(gctx, l, creds) }()
 	}
 	return s.serve(ctx, srv, func() error { return web.ListenAndServe(srv, flags, s.log) })
 }
@@ -459,7 +462,7 @@ func (s *Server) httpServer() *http.Server {
 func (s *Server) ServeGRPC(ctx context.Context, l net.Listener) error {
 	creds, err := grpcCreds(s.cfg.WebConfigFile)
 	if err != nil {
-		l.Close()
+		_ = l.Close() // never served; the config error is the one to report
 		return err
 	}
 	return s.serveGRPC(ctx, l, creds)
@@ -651,7 +654,7 @@ func (s *Server) ReplayFile(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer in.Close()
+	defer in.Close() //nolint:errcheck // only read
 	var n int
 	if head, _ := in.Peek(len("metric_name,")); string(head) == "metric_name," {
 		n, err = s.replayCSV(in)
@@ -701,7 +704,7 @@ func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer in.Close()
+	defer in.Close() //nolint:errcheck // only read
 	return s.ingestLines(in, SourceResults, false)
 }
 

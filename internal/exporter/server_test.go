@@ -24,7 +24,7 @@ func get(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // response body, only read
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
@@ -81,13 +81,13 @@ func TestOTLPIntoSeries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("status %d", resp.StatusCode)
 		}
 	}
 	resp, _ := http.Post(srv.URL+"/v1/metrics", "text/plain", strings.NewReader("x"))
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	mf := gatherFamily(t, s, "k6_http_reqs_total")
 	total := 0.0
 	for _, m := range mf.GetMetric() {
@@ -129,13 +129,22 @@ func TestFollowIngests(t *testing.T) {
 	}
 	lines := strings.SplitAfter(string(src), "\n")
 	half := len(lines) / 2
-	os.WriteFile(path, []byte(strings.Join(lines[:half], "")), 0o644)
+	if err := os.WriteFile(path, []byte(strings.Join(lines[:half], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Follow(ctx, path) }()
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(strings.Join(lines[half:], ""))
-	f.Close()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(strings.Join(lines[half:], "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	// Reference: the same file replayed into a fresh server.
 	ref, _ := New(Config{DisableExporterMetrics: true})
 	want, _ := ref.ReplayFile("testdata/runA-out.ndjson")
@@ -193,7 +202,7 @@ func TestRunAndShutdown(t *testing.T) {
 	for {
 		resp, err := http.Get(url)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -205,7 +214,7 @@ func TestRunAndShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gRPC port not listening: %v", err)
 	}
-	conn.Close()
+	_ = conn.Close() // only dialled to prove the port listens
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v after shutdown", err)
@@ -250,7 +259,7 @@ func TestWebConfigBasicAuth(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != c.want {
 			t.Errorf("user %q: status %d, want %d", c.user, resp.StatusCode, c.want)
 		}

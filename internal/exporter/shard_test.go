@@ -69,7 +69,7 @@ func TestShardedSumsMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func procKiB(b *testing.B, field string) float64 {
 	if err != nil {
 		b.Skip("no /proc/self/status")
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
@@ -72,7 +72,7 @@ func startSoak(b *testing.B) (*soakTarget, func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { s.Serve(ctx, l); close(done) }()
+	go func() { _ = s.Serve(ctx, l); close(done) }() // stops with ctx; a failed start fails the first request
 	return &soakTarget{s: s, base: "http://" + l.Addr().String()}, func() { cancel(); <-done }
 }
 
@@ -86,8 +86,8 @@ func (st *soakTarget) post(b *testing.B, body []byte, gz bool) int {
 	if err != nil {
 		return -1 // counted by the caller; b.Fatal is not for other goroutines
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 	return resp.StatusCode
 }
 
@@ -105,8 +105,8 @@ func (st *soakTarget) report(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
 		if resp.StatusCode != 200 {
 			b.Fatalf("scrape: %d", resp.StatusCode)
 		}
@@ -151,14 +151,17 @@ func BenchmarkSoak(b *testing.B) {
 			pr, pw := io.Pipe()
 			go func() {
 				w := bufio.NewWriter(pw)
+				// bufio.Writer keeps its first error for Flush, which
+				// closes the pipe with it.
 				for i := range 100000 {
-					fmt.Fprintf(w, `{"type":"Metric","data":{"name":"custom_%d","type":"counter","contains":"default"},"metric":"custom_%d"}`+"\n", i, i)
-					fmt.Fprintf(w, `{"metric":"custom_%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"t"}}}`+"\n", i)
+					_, _ = fmt.Fprintf(w, `{"type":"Metric","data":{"name":"custom_%d","type":"counter","contains":"default"},"metric":"custom_%d"}`+"\n", i, i)
+					_, _ = fmt.Fprintf(w, `{"metric":"custom_%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"t"}}}`+"\n", i)
 				}
-				w.Flush()
-				pw.Close()
+				_ = pw.CloseWithError(w.Flush()) // always nil
 			}()
-			st.s.ReplayReader("names", pr)
+			if _, err := st.s.ReplayReader("names", pr); err != nil {
+				b.Fatal(err)
+			}
 			st.report(b)
 			stop()
 		}
@@ -189,13 +192,16 @@ func BenchmarkSoak(b *testing.B) {
 			pr, pw := io.Pipe()
 			go func() {
 				w := bufio.NewWriter(pw)
+				// bufio.Writer keeps its first error for Flush, which
+				// closes the pipe with it.
 				for i := range 800000 {
-					fmt.Fprintf(w, `{"metric":"http_req_duration","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":%d,"tags":{"name":"https://example.test/item/%d","testid":"t"}}}`+"\n", i%5000, i)
+					_, _ = fmt.Fprintf(w, `{"metric":"http_req_duration","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":%d,"tags":{"name":"https://example.test/item/%d","testid":"t"}}}`+"\n", i%5000, i)
 				}
-				w.Flush()
-				pw.Close()
+				_ = pw.CloseWithError(w.Flush()) // always nil
 			}()
-			st.s.ReplayReader("labels", pr)
+			if _, err := st.s.ReplayReader("labels", pr); err != nil {
+				b.Fatal(err)
+			}
 			st.report(b)
 			stop()
 		}
@@ -205,8 +211,8 @@ func BenchmarkSoak(b *testing.B) {
 		var zipped bytes.Buffer
 		gz, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
 		// Zeros up to the body limit: decoded in full, then refused (400).
-		gz.Write(make([]byte, 16<<20-64))
-		gz.Close()
+		_, _ = gz.Write(make([]byte, 16<<20-64)) // in memory, cannot fail
+		_ = gz.Close()                           // in memory, cannot fail
 		for b.Loop() {
 			st, stop := startSoak(b)
 			var wg sync.WaitGroup

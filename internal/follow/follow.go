@@ -134,7 +134,7 @@ func (t *tailer) open() error {
 		if err == nil {
 			info, err := f.Stat()
 			if err != nil {
-				f.Close()
+				_ = f.Close() // only read
 				return err
 			}
 			t.f, t.info, t.off, t.partial, t.tail = f, info, 0, t.partial[:0], t.tail[:0]
@@ -157,7 +157,7 @@ func (t *tailer) run() error {
 	if err := t.open(); err != nil {
 		return err
 	}
-	defer func() { t.f.Close() }()
+	defer func() { _ = t.f.Close() }() // only read
 	for {
 		if err := t.ctx.Err(); err != nil {
 			return err
@@ -247,7 +247,7 @@ func (t *tailer) replaced() bool {
 }
 
 func (t *tailer) reopen(reason string) {
-	t.f.Close()
+	_ = t.f.Close() // only read
 	t.opts.OnReopen(reason)
 }
 

@@ -66,7 +66,9 @@ func appendTo(t *testing.T, path, s string) {
 	if _, err := f.WriteString(s); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestFollow(t *testing.T) {
@@ -122,7 +124,9 @@ func TestFollow(t *testing.T) {
 			steps: func(t *testing.T, path string, c *collector) {
 				appendTo(t, path, "old\n")
 				waitFor(t, c, 1)
-				os.Remove(path)
+				if err := os.Remove(path); err != nil {
+					t.Fatal(err)
+				}
 				time.Sleep(20 * time.Millisecond)
 				appendTo(t, path, "new\n")
 				waitFor(t, c, 2)
@@ -216,7 +220,9 @@ func TestTruncateRefillWithinPoll(t *testing.T) {
 	}
 	lines := waitCount(t, c, 4000)
 	cancel()
-	<-errc
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("Lines returned %v, want context.Canceled", err)
+	}
 	want := strings.Split(strings.TrimSuffix(a.String()+b.String(), "\n"), "\n")
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d", len(lines), len(want))

@@ -258,7 +258,7 @@ func (fi *finisher) folded(t *target, out *Metric, declared bool) *Metric {
 			mergeAgg(&acc, &fi.aggs[s.id])
 		}
 	}
-	if acc.n == 0 && !declared && !(t.sub < 0 && !t.grp) {
+	if acc.n == 0 && !declared && (t.sub >= 0 || t.grp) {
 		return nil
 	}
 	switch t.m.typ {

@@ -98,8 +98,12 @@ func fuzzLoad(t *testing.T, name string, input []byte) {
 				}
 			}
 		}
-		WriteJSON(io.Discard, []*Run{r}, opts.Stats)
-		WriteText(io.Discard, []*Run{r}, opts.Stats)
+		if err := WriteJSON(io.Discard, []*Run{r}, opts.Stats); err != nil {
+			t.Fatalf("WriteJSON: %v", err)
+		}
+		if err := WriteText(io.Discard, []*Run{r}, opts.Stats); err != nil {
+			t.Fatalf("WriteText: %v", err)
+		}
 	}
 }
 

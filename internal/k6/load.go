@@ -48,7 +48,7 @@ func Load(path string, opts LoadOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	size := int64(-1)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 		size = st.Size()
@@ -73,13 +73,13 @@ func load(name string, r io.Reader, size int64, opts LoadOptions) (*Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer in.Close()
+	defer in.Close() //nolint:errcheck // only read
 	br := in.Reader
 	f, err := sniff(name, br)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Format != "" && opts.Format != f && !(f == formatSummary && isSummary(opts.Format)) {
+	if opts.Format != "" && opts.Format != f && (f != formatSummary || !isSummary(opts.Format)) {
 		return nil, fmt.Errorf("%s: asked for format %s but the content is %s", name, opts.Format, f)
 	}
 	switch f {

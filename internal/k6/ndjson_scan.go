@@ -225,11 +225,11 @@ func (s *scanner) skip(field string, depth int) error {
 	if s.i >= len(s.b) {
 		return errf(field, "line ends early (truncated?)")
 	}
-	switch c := s.b[s.i]; {
-	case c == '"':
+	switch s.b[s.i] {
+	case '"':
 		_, _, err := s.str(field)
 		return err
-	case c == '{':
+	case '{':
 		if s.flatObject() {
 			return nil
 		}
@@ -253,7 +253,7 @@ func (s *scanner) skip(field string, depth int) error {
 				return err
 			}
 		}
-	case c == '[':
+	case '[':
 		s.i++
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == ']' {
@@ -268,11 +268,11 @@ func (s *scanner) skip(field string, depth int) error {
 				return err
 			}
 		}
-	case c == 't':
+	case 't':
 		return s.lit("true", field)
-	case c == 'f':
+	case 'f':
 		return s.lit("false", field)
-	case c == 'n':
+	case 'n':
 		return s.lit("null", field)
 	default:
 		_, err := s.num(field)

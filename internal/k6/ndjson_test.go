@@ -92,7 +92,7 @@ func TestParseNDJSONLineReuse(t *testing.T) {
 	if _, _, err := ParseNDJSONLine(a, &p); err != nil {
 		t.Fatal(err)
 	}
-	if allocs := testing.AllocsPerRun(100, func() { ParseNDJSONLine(a, &p) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = ParseNDJSONLine(a, &p) }); allocs != 0 {
 		t.Errorf("%v allocations per repeated line, want 0", allocs)
 	}
 	if _, _, err := ParseNDJSONLine(b, &p); err != nil {

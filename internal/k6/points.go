@@ -29,7 +29,7 @@ func OpenInput(path string) (*Input, error) {
 	}
 	in, err := NewInput(path, f)
 	if err != nil {
-		f.Close()
+		_ = f.Close() // only read
 		return nil, err
 	}
 	in.close = append(in.close, f.Close)
@@ -200,7 +200,7 @@ func ReadPointsFile(path string, r *PointReader) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer in.Close() //nolint:errcheck // only read
 	if r.Name == "" {
 		r.Name = path
 	}

@@ -52,8 +52,12 @@ func TestPointReaderPolicies(t *testing.T) {
 				if gz {
 					var b bytes.Buffer
 					w := gzip.NewWriter(&b)
-					w.Write(data)
-					w.Close()
+					if _, err := w.Write(data); err != nil {
+						t.Fatal(err)
+					}
+					if err := w.Close(); err != nil {
+						t.Fatal(err)
+					}
 					data = b.Bytes()
 				}
 				in, err := NewInput("in.ndjson", bytes.NewReader(data))

@@ -28,6 +28,8 @@ func drawProgress(w io.Writer, name string, size int64, c *countingReader, ticks
 	if len(label) > 24 {
 		label = "…" + label[len(label)-23:]
 	}
+	// The bar is a courtesy on the terminal: a failed write must not stop
+	// the load, so write errors are dropped.
 	go func() {
 		defer close(finished)
 		drawn := false
@@ -35,11 +37,11 @@ func drawProgress(w io.Writer, name string, size int64, c *countingReader, ticks
 			select {
 			case <-done:
 				if drawn {
-					fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", 78))
+					_, _ = fmt.Fprintf(w, "\r%s\r", strings.Repeat(" ", 78))
 				}
 				return
 			case <-ticks:
-				fmt.Fprint(w, progressLine(label, c.n.Load(), size))
+				_, _ = fmt.Fprint(w, progressLine(label, c.n.Load(), size))
 				drawn = true
 			}
 		}

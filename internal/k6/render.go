@@ -194,7 +194,7 @@ func writeMetrics(b *bytes.Buffer, ms map[string]*Metric, stats []string) {
 func writeJSONString(b *bytes.Buffer, s string) {
 	enc := json.NewEncoder(b)
 	enc.SetEscapeHTML(false)
-	enc.Encode(s)
+	_ = enc.Encode(s)       // a string always encodes, and a bytes.Buffer write cannot fail
 	b.Truncate(b.Len() - 1) // Encode's newline
 }
 
@@ -210,18 +210,21 @@ func writeJSONNumber(b *bytes.Buffer, v float64) {
 
 // WriteText writes a readable table per run.
 func WriteText(w io.Writer, runs []*Run, stats []string) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	// ew keeps the first write error, which is returned after Flush, so the
+	// individual Fprintf results need no check.
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
 	for i, r := range runs {
 		if i > 0 {
-			fmt.Fprintln(tw)
+			_, _ = fmt.Fprintln(tw)
 		}
 		// No tab here: the title is not a column, and a tab would widen the
 		// METRIC column to the length of the file name.
-		fmt.Fprintf(tw, "%s  %s, %s mode, duration %.3fs", r.Source, r.Format, r.Mode, r.Duration.Seconds())
+		_, _ = fmt.Fprintf(tw, "%s  %s, %s mode, duration %.3fs", r.Source, r.Format, r.Mode, r.Duration.Seconds())
 		if r.Skipped > 0 {
-			fmt.Fprintf(tw, ", %d bad lines skipped", r.Skipped)
+			_, _ = fmt.Fprintf(tw, ", %d bad lines skipped", r.Skipped)
 		}
-		fmt.Fprintln(tw)
+		_, _ = fmt.Fprintln(tw)
 		writeTextMetrics(tw, "", r.Metrics, stats)
 		var ths []string
 		for _, n := range sortedNames(r.Metrics) {
@@ -234,36 +237,55 @@ func WriteText(w io.Writer, runs []*Run, stats []string) error {
 			}
 		}
 		if len(ths) > 0 {
-			fmt.Fprintln(tw, "THRESHOLD\tEXPRESSION\tRESULT")
+			_, _ = fmt.Fprintln(tw, "THRESHOLD\tEXPRESSION\tRESULT")
 			for _, l := range ths {
-				fmt.Fprint(tw, l)
+				_, _ = fmt.Fprint(tw, l)
 			}
 		}
 		if len(r.Checks) > 0 {
-			fmt.Fprintln(tw, "CHECK\tPASSES\tFAILS")
+			_, _ = fmt.Fprintln(tw, "CHECK\tPASSES\tFAILS")
 			for _, n := range sortedNames(r.Checks) {
 				c := r.Checks[n]
-				fmt.Fprintf(tw, "  %s\t%d\t%d\n", n, c.Passes, c.Fails)
+				_, _ = fmt.Fprintf(tw, "  %s\t%d\t%d\n", n, c.Passes, c.Fails)
 			}
 		}
 		for _, g := range sortedNames(r.Groups) {
-			fmt.Fprintf(tw, "\n%s=%s\n", r.GroupBy, g)
+			_, _ = fmt.Fprintf(tw, "\n%s=%s\n", r.GroupBy, g)
 			writeTextMetrics(tw, "  ", r.Groups[g], stats)
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return ew.err
 }
 
 func writeTextMetrics(tw *tabwriter.Writer, indent string, ms map[string]*Metric, stats []string) {
-	fmt.Fprintf(tw, "%sMETRIC\tTYPE\tVALUES\n", indent)
+	_, _ = fmt.Fprintf(tw, "%sMETRIC\tTYPE\tVALUES\n", indent)
 	for _, n := range sortedNames(ms) {
 		m := ms[n]
 		var parts []string
 		for _, k := range statOrder(m, stats) {
 			parts = append(parts, k+"="+formatValue(m, k))
 		}
-		fmt.Fprintf(tw, "%s  %s\t%s\t%s\n", indent, n, m.Type, strings.Join(parts, "  "))
+		_, _ = fmt.Fprintf(tw, "%s  %s\t%s\t%s\n", indent, n, m.Type, strings.Join(parts, "  "))
 	}
+}
+
+// errWriter keeps the first write error, so a table written in many small
+// Fprintf calls reports a failed write (a closed pipe, a full disk) once.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // formatValue renders a value for people: ms and bytes with units, counts

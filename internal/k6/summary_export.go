@@ -134,7 +134,7 @@ func exportChecks(name string, data []byte, raw json.RawMessage, run *Run) error
 	var walk func(g exportGroup)
 	walk = func(g exportGroup) {
 		for _, c := range g.Checks {
-			addCheck(run, Check{Name: c.Name, Path: c.Path, Passes: c.Passes, Fails: c.Fails})
+			addCheck(run, Check(c))
 		}
 		for _, sub := range g.Groups {
 			walk(sub)

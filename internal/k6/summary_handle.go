@@ -61,7 +61,7 @@ func loadHandleSummary(name string, data []byte, d *summaryDoc, run *Run) error 
 		var walk func(g hsGroup)
 		walk = func(g hsGroup) {
 			for _, c := range g.Checks {
-				addCheck(run, Check{Name: c.Name, Path: c.Path, Passes: c.Passes, Fails: c.Fails})
+				addCheck(run, Check(c))
 			}
 			for _, sub := range g.Groups {
 				walk(sub)

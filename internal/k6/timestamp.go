@@ -28,7 +28,7 @@ func parseTime(b []byte) (ns int64, offset int, err error) {
 	h, ok4 := num(11, 2)
 	mi, ok5 := num(14, 2)
 	sec, ok6 := num(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
 		return parseTimeSlow(b)
 	}
 	i := 19

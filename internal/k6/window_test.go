@@ -187,7 +187,9 @@ func TestCSVTimeFormats(t *testing.T) {
 					rec = slices.Clone(rec)
 					rec[1] = f(ts)
 				}
-				w.Write(rec)
+				if err := w.Write(rec); err != nil {
+					t.Fatal(err)
+				}
 			}
 			w.Flush()
 			r, err := LoadReader(name+".csv", &b, LoadOptions{})
@@ -231,7 +233,7 @@ func TestLoadReaderGzip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	r, err := LoadReader("-", f, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,10 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		fmt.Fprintf(c, "POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", len(body))
+		defer c.Close() //nolint:errcheck // test cleanup
+		if _, err := fmt.Fprintf(c, "POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", len(body)); err != nil {
+			t.Fatal(err)
+		}
 		slow = append(slow, c)
 	}
 	waitFor(t, func() bool { return rc.wire.Load() == 4 }, "the slow clients' first bytes")
@@ -45,7 +47,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("normal export beside slow senders: status %d: %s", resp.StatusCode, msg)
 	}
@@ -64,9 +66,13 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		fmt.Fprintf(c, "POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 2*len(body))
-		c.Write(body)
+		defer c.Close() //nolint:errcheck // test cleanup
+		if _, err := fmt.Fprintf(c, "POST /v1/metrics HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 2*len(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(body); err != nil {
+			t.Fatal(err)
+		}
 		big = append(big, c)
 	}
 	waitFor(t, func() bool { return rc.wire.Load() >= int64(2*len(body)) }, "the large bodies' bytes")
@@ -74,13 +80,13 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("export past the wire budget: status %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 
 	for _, c := range append(slow, big...) {
-		c.Close()
+		_ = c.Close() // closing hands the wire budget back, checked below
 	}
 	waitFor(t, func() bool { return rc.wire.Load() == 0 }, "the wire budget given back")
 }

@@ -181,7 +181,7 @@ func toolCacheDir(root string) (string, error) {
 		}
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS"))
+	_, _ = fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS")) // hash writes cannot fail
 	dir := filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -211,15 +211,15 @@ func lockFile(path, name string) (func(), error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		fmt.Fprintf(os.Stderr, "promproc: waiting for another test process building %s (lock %s)\n", name, path)
+		_, _ = fmt.Fprintf(os.Stderr, "promproc: waiting for another test process building %s (lock %s)\n", name, path)
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-			f.Close()
+			_ = f.Close() // a lock file: nothing written
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		_ = f.Close() // a lock file: nothing written
 	}, nil
 }
 
@@ -268,13 +268,13 @@ func StartProcess(name, bin string, args []string, dir, logPath, url string) (*P
 	// kernel if this process dies without calling Stop.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close() // the child never ran; the start error is the one to report
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	p := &Process{Name: name, URL: url, Log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		logf.Close()
+		_ = logf.Close() // the child wrote through its own copy of the descriptor
 		close(p.done)
 	}()
 	return p, nil
@@ -316,7 +316,7 @@ func (p *Process) WaitReady(ctx context.Context, url string) error {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -351,6 +351,6 @@ func FreeAddr() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
+	defer l.Close() //nolint:errcheck // only probes for a free port
 	return l.Addr().String(), nil
 }

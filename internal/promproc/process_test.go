@@ -154,7 +154,10 @@ func TestCommandContextKillsGroup(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case err := <-done:
+		if err == nil {
+			t.Error("Wait returned nil; want the error of a killed child")
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("not killed 10s after cancel")
 	}

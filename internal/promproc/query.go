@@ -112,7 +112,7 @@ func point(pair []any, histogram bool) (Sample, error) {
 	if !ok {
 		return Sample{}, fmt.Errorf("malformed timestamp %v", pair[0])
 	}
-	var raw any = pair[1]
+	raw := pair[1]
 	if histogram {
 		h, _ := pair[1].(map[string]any)
 		raw = h["count"]
@@ -166,7 +166,7 @@ func get(ctx context.Context, target string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // response body, only read
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	return resp.StatusCode, body, err
 }

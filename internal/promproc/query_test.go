@@ -33,7 +33,7 @@ func TestQuery(t *testing.T) {
 				if r.URL.Path != "/api/v1/query" || r.URL.Query().Get("query") != "up" {
 					t.Errorf("request %s", r.URL)
 				}
-				w.Write([]byte(tt.body))
+				_, _ = w.Write([]byte(tt.body)) // the client under test reports a short body
 			}))
 			defer srv.Close()
 			got, err := Query(context.Background(), srv.URL, "up", time.Time{})
@@ -65,7 +65,7 @@ func TestAlerts(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write([]byte(`{"status":"success","data":{"alerts":[{"labels":{"alertname":"X","testid":"e2e"},"annotations":{"summary":"s"},"state":"firing"}]}}`))
+		_, _ = w.Write([]byte(`{"status":"success","data":{"alerts":[{"labels":{"alertname":"X","testid":"e2e"},"annotations":{"summary":"s"},"state":"firing"}]}}`)) // the client under test reports a short body
 	}))
 	defer srv.Close()
 	got, err := Alerts(context.Background(), srv.URL)

@@ -83,7 +83,7 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 			if _, err := png.Decode(f); err != nil {
 				t.Errorf("%s/%s: %v", theme, name, err)
 			}
-			f.Close()
+			_ = f.Close() // only read
 		}
 	}
 }

@@ -196,8 +196,8 @@ func TestPerEndpointFixture(t *testing.T) {
 	if *update {
 		var gz bytes.Buffer
 		zw := gzip.NewWriter(&gz)
-		zw.Write(run)
-		zw.Close()
+		_, _ = zw.Write(run) // in memory, cannot fail
+		_ = zw.Close()       // in memory, cannot fail
 		for path, b := range map[string][]byte{perEndpointInspect: inspect, perEndpointSequential: seq, perEndpointRun: gz.Bytes()} {
 			if err := os.WriteFile(path, b, 0o644); err != nil {
 				t.Fatal(err)
@@ -217,7 +217,7 @@ func TestPerEndpointFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)
@@ -387,7 +387,7 @@ func gunzipFile(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	zr, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)

@@ -380,7 +380,7 @@ func readNDJSON(t *testing.T, path string) []k6.Point {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	var pts []k6.Point
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)

@@ -53,7 +53,7 @@ func WriteStageReport(r *StageReport, mdPath string) error {
 		return err
 	}
 	if err := r.WriteMarkdown(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return err
 	}
 	return f.Close()

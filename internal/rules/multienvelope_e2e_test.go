@@ -306,7 +306,7 @@ func tagged(t *testing.T, path, tag string, n int) [][][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	var defs, points [][]byte
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -352,7 +352,7 @@ func serveOnCtx(t *testing.T, ctx context.Context, srv *exporter.Server) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.Serve(ctx, l)
+	go func() { _ = srv.Serve(ctx, l) }() // stops with ctx; a failed start shows as no scraped series
 	return l.Addr().String()
 }
 

@@ -415,7 +415,8 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 		}
 	}
 	for _, mt := range metrics {
-		fmt.Fprintf(bw, `{"type":"Metric","data":{"name":%s,"type":"%s","contains":"%s","thresholds":[],"submetrics":null},"metric":%s}`+"\n",
+		// bufio.Writer keeps its first error; the Flush at the end returns it.
+		_, _ = fmt.Fprintf(bw, `{"type":"Metric","data":{"name":%s,"type":"%s","contains":"%s","thresholds":[],"submetrics":null},"metric":%s}`+"\n",
 			jsonString(mt.name), mt.typ, mt.contains, jsonString(mt.name))
 	}
 

@@ -99,7 +99,7 @@ func (c PrometheusConfig) YAML() ([]byte, error) {
 			if len(g.Targets) == 0 {
 				return nil, fmt.Errorf("scrape job %q: a target group without targets", j.Name)
 			}
-			s.StaticConfigs = append(s.StaticConfigs, promStatic{Targets: g.Targets, Labels: g.Labels})
+			s.StaticConfigs = append(s.StaticConfigs, promStatic(g))
 		}
 		if j.Interval > 0 {
 			s.ScrapeInterval = promDuration(j.Interval)

@@ -377,7 +377,7 @@ func readRun(t *testing.T, path string) (metrics, points [][]byte, trends map[st
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	st, err := start(ctx, o)
 	if err != nil {
 		if st != nil {
-			st.Close()
+			_ = st.Close() // best-effort cleanup; the start error is the one to report
 		}
 		return nil, err
 	}

@@ -95,13 +95,19 @@ func TestPrometheusConfig(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "rules"), 0o755)
+	if err := os.MkdirAll(filepath.Join(dir, "rules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	rules, err := os.ReadFile("../../rules/envelope.rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "rules", "envelope.rules.yaml"), rules, 0o644)
-	os.WriteFile(filepath.Join(dir, "prometheus.yml"), b, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "rules", "envelope.rules.yaml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := promtest.Promtool(t, "check", "config", "--lint=all", "--lint-fatal", filepath.Join(dir, "prometheus.yml")); err != nil || !bytes.Contains(out, []byte("SUCCESS")) {
 		t.Errorf("promtool check config: %v\n%s", err, out)
 	}
@@ -144,7 +150,7 @@ func countPoints(t *testing.T, path string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // only read
 	gz, err := gzip.NewReader(f)
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +206,11 @@ func TestStackEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer st.Close() //nolint:errcheck // test cleanup
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go Replay(rctx, srv, "testdata/baseline-a-120s.ndjson.gz", 8, true)
+	// Stopped by cancel; the recorded throughput below shows it ran.
+	go func() { _, _ = Replay(rctx, srv, "testdata/baseline-a-120s.ndjson.gz", 8, true) }()
 
 	// Wait for a recorded throughput of the run's testid.
 	var got []Sample
@@ -259,7 +266,7 @@ func alertmanagers(t *testing.T, prom string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer resp.Body.Close() //nolint:errcheck // response body, only read
 	var r struct {
 		Data struct {
 			Active []struct {
@@ -299,7 +306,9 @@ func TestAlertmanagerConfig(t *testing.T) {
 		return
 	}
 	f := filepath.Join(t.TempDir(), "alertmanager.yml")
-	os.WriteFile(f, []byte(AlertmanagerConfig), 0o644)
+	if err := os.WriteFile(f, []byte(AlertmanagerConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(amtool, "check-config", f).CombinedOutput(); err != nil {
 		t.Errorf("amtool check-config: %v\n%s", err, out)
 	}

@@ -10,10 +10,10 @@ import "math"
 // [0,1] is clamped to the smallest or largest sample.
 func Quantile(sorted []float64, p float64) float64 {
 	n := len(sorted)
-	switch {
-	case n == 0:
+	switch n {
+	case 0:
 		return 0
-	case n == 1:
+	case 1:
 		return sorted[0]
 	}
 	i := p * float64(n-1)

@@ -78,13 +78,13 @@ func TestRunLevelLog(t *testing.T) {
 		// baseline's unknown, the candidate's stands in for v̄, τ̂² = 0,
 		// and the candidate term 0.01 is known exactly.
 		{"candidate noisier", base, []RunValue{{1.3, 0.01}}, math.Sqrt(0.0025/3 + 0.01),
-			math.Pow(0.0025/3+0.01, 2) * 2 / math.Pow(0.0025/3, 2), 1.3, "sampling error"},
+			(0.0025/3 + 0.01) * (0.0025/3 + 0.01) * 2 / ((0.0025 / 3) * (0.0025 / 3)), 1.3, "sampling error"},
 		// Sampling variances known everywhere: v̄ = (3·0.0016 + 0.0036)/4
 		// = 0.0021, τ̂² = 0.0004. A baseline run (0.0004 + 0.0016 < s²)
 		// varies like a typical run, s²; the candidate by 0.0004 + 0.0036,
 		// of which 0.0004 is estimated.
 		{"both known", []RunValue{{e(-0.05), 0.0016}, {1, 0.0016}, {e(0.05), 0.0016}}, []RunValue{{1.3, 0.0036}},
-			math.Sqrt(0.0025/3 + 0.004), math.Pow(0.0025/3+0.004, 2) * 2 / math.Pow(0.0025/3+0.0004, 2), 1.3, "sampling error"},
+			math.Sqrt(0.0025/3 + 0.004), (0.0025/3 + 0.004) * (0.0025/3 + 0.004) * 2 / ((0.0025/3 + 0.0004) * (0.0025/3 + 0.0004)), 1.3, "sampling error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := RunLevelLog(tc.base, tc.cand, 0.95)
