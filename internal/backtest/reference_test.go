@@ -35,7 +35,7 @@ func (a tsdbAppender) Append(l labels.Labels, t int64, v float64) error {
 // The copy must give exactly the same alerts at the same times.
 func referenceFile(ctx context.Context, t *testing.T, env *envelope.Envelope, ruleFiles []string, path string, o Options) *Run {
 	t.Helper()
-	pr, err := prepare(env, path, &o)
+	pr, err := prepare(env, ruleFiles, path, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
