@@ -31,6 +31,8 @@ type replay struct {
 	defs    map[string]*k6.MetricDef
 	points  []k6.Point // the points the rules' families see, in file order
 	tagSets map[string]map[string]string
+	keeps   map[string]bool // by k6 metric: of a family the rules read
+	tagKeys []string
 	t0      time.Time
 	maxSlot int
 	keyBuf  []byte
@@ -54,7 +56,7 @@ func newReplay(env *envelope.Envelope, scrape time.Duration, reads map[string]bo
 		return nil, err
 	}
 	return &replay{scrape: scrape, srv: srv, reads: reads, defs: map[string]*k6.MetricDef{},
-		tagSets: map[string]map[string]string{}, cache: map[string]*exposed{}}, nil
+		tagSets: map[string]map[string]string{}, keeps: map[string]bool{}, cache: map[string]*exposed{}}, nil
 }
 
 // familiesRead lists the metric names the rules' selectors name.
@@ -91,7 +93,12 @@ func (r *replay) readsFamily(name string) bool {
 // families are left out: with no series limit they cannot change what
 // the exporter serves for these.
 func (r *replay) keep(p *k6.Point, def *k6.MetricDef) {
-	if !r.readsFamily(catalogue.SeriesName(def.Name, string(def.Type), string(def.Contains))) {
+	read, ok := r.keeps[def.Name]
+	if !ok {
+		read = r.readsFamily(catalogue.SeriesName(def.Name, string(def.Type), string(def.Contains)))
+		r.keeps[def.Name] = read
+	}
+	if !read {
 		return
 	}
 	if slot := r.slot(p.Time); slot > r.maxSlot {
@@ -102,13 +109,13 @@ func (r *replay) keep(p *k6.Point, def *k6.MetricDef) {
 
 // internTags shares one copy of each tag set (the reader reuses its map).
 func (r *replay) internTags(tags map[string]string) map[string]string {
-	keys := make([]string, 0, len(tags))
+	r.tagKeys = r.tagKeys[:0]
 	for k := range tags {
-		keys = append(keys, k)
+		r.tagKeys = append(r.tagKeys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(r.tagKeys)
 	r.keyBuf = r.keyBuf[:0]
-	for _, k := range keys {
+	for _, k := range r.tagKeys {
 		r.keyBuf = append(r.keyBuf, k...)
 		r.keyBuf = append(r.keyBuf, 0xfe)
 		r.keyBuf = append(r.keyBuf, tags[k]...)
@@ -290,6 +297,7 @@ func (r *replay) read(path string, skip time.Duration) error {
 	err := scanNDJSON(path, func(p *k6.Point, def *k6.MetricDef) error {
 		if def != nil {
 			r.defs[def.Name] = def
+			delete(r.keeps, def.Name)
 			r.srv.DefineMetric(def)
 			return nil
 		}
