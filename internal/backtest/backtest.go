@@ -1,9 +1,9 @@
 // Package backtest replays k6 runs through Prometheus's own rule engine:
-// it turns a run's points into the series the exporter would have exposed
-// (catalogue names and labels, classic histograms in seconds) as a 15 s
-// scrape would have sampled them, stores them in memory, evaluates the
-// rule files with Prometheus's PromQL engine at virtual time, and reports
-// which alerts fired and when.
+// it feeds a run's points to a real exporter.Server scrape by scrape,
+// gathers what the exporter serves at each virtual 15 s scrape (the
+// families the rules read; histograms as their classic buckets), stores
+// it in memory, evaluates the rule files with Prometheus's PromQL engine
+// at virtual time, and reports which alerts fired and when.
 package backtest
 
 import (
