@@ -17,6 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -49,6 +50,26 @@ func (c capture) Append(l labels.Labels, t int64, v float64) error {
 	}
 	c[t][l.String()] = captured{n, v}
 	return nil
+}
+
+// AppendHistogram records a native histogram by its count and sum, under
+// the series' labels with a suffix the classic series cannot have.
+func (c capture) AppendHistogram(l labels.Labels, t int64, fh *histogram.FloatHistogram) error {
+	if c[t] == nil {
+		c[t] = map[string]captured{}
+	}
+	n := l.Get(model.MetricNameLabel)
+	c[t][l.String()+" native count"] = captured{n, fh.Count}
+	c[t][l.String()+" native sum"] = captured{n, fh.Sum}
+	c[t][l.String()+" native buckets"] = captured{n, nativeTotal(fh.ZeroCount, fh.PositiveBuckets)}
+	return nil
+}
+
+func nativeTotal(zero float64, buckets []float64) float64 {
+	for _, b := range buckets {
+		zero += b
+	}
+	return zero
 }
 
 // The backtest stores what its exporter serves; this holds the stored
@@ -216,6 +237,17 @@ func gathered(t *testing.T, srv *exporter.Server, families func(string) bool) ma
 				put(mf.GetName()+"_bucket", float64(h.GetSampleCount()), "le", "+Inf")
 				put(mf.GetName()+"_sum", h.GetSampleSum())
 				put(mf.GetName()+"_count", float64(h.GetSampleCount()))
+				if len(h.GetPositiveSpan()) > 0 || h.GetZeroCount() > 0 {
+					key := labels.NewBuilder(lb.Labels()).Set(model.MetricNameLabel, mf.GetName()).Labels().String()
+					out[key+" native count"] = float64(h.GetSampleCount())
+					out[key+" native sum"] = h.GetSampleSum()
+					var c, total int64
+					for _, d := range h.GetPositiveDelta() {
+						c += d
+						total += c
+					}
+					out[key+" native buckets"] = float64(total + int64(h.GetZeroCount()))
+				}
 			default:
 				t.Fatalf("%s: type %v not modelled", mf.GetName(), mf.GetType())
 			}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	promrules "github.com/prometheus/prometheus/rules"
@@ -27,6 +28,11 @@ type tsdbAppender struct{ app storage.Appender }
 
 func (a tsdbAppender) Append(l labels.Labels, t int64, v float64) error {
 	_, err := a.app.Append(0, l, t, v)
+	return err
+}
+
+func (a tsdbAppender) AppendHistogram(l labels.Labels, t int64, fh *histogram.FloatHistogram) error {
+	_, err := a.app.AppendHistogram(0, l, t, nil, fh)
 	return err
 }
 

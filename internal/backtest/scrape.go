@@ -10,6 +10,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -147,6 +148,7 @@ func (r *replay) slot(t time.Time) int {
 // rule manager.
 type appender interface {
 	Append(l labels.Labels, t int64, v float64) error
+	AppendHistogram(l labels.Labels, t int64, fh *histogram.FloatHistogram) error
 }
 
 // write feeds the exporter each point before the first scrape at or
@@ -173,10 +175,52 @@ func (r *replay) write(app appender, up labels.Labels, lastSlot int) error {
 	return nil
 }
 
+// nativeHistogram converts the native buckets of a gathered histogram,
+// nil when it has none (as Prometheus's protobuf parser decides).
+func nativeHistogram(h *dto.Histogram) *histogram.FloatHistogram {
+	if len(h.GetPositiveSpan()) == 0 && len(h.GetNegativeSpan()) == 0 && h.GetZeroThreshold() == 0 && h.GetZeroCount() == 0 {
+		return nil
+	}
+	spans := func(in []*dto.BucketSpan) []histogram.Span {
+		out := make([]histogram.Span, len(in))
+		for i, s := range in {
+			out[i] = histogram.Span{Offset: s.GetOffset(), Length: s.GetLength()}
+		}
+		return out
+	}
+	counts := func(deltas []int64, abs []float64) []float64 {
+		if len(deltas) == 0 {
+			return slices.Clone(abs)
+		}
+		out := make([]float64, len(deltas))
+		var c int64
+		for i, d := range deltas {
+			c += d
+			out[i] = float64(c)
+		}
+		return out
+	}
+	zero := float64(h.GetZeroCount())
+	if h.ZeroCountFloat != nil {
+		zero = h.GetZeroCountFloat()
+	}
+	count := float64(h.GetSampleCount())
+	if h.SampleCountFloat != nil {
+		count = h.GetSampleCountFloat()
+	}
+	return &histogram.FloatHistogram{
+		Schema: h.GetSchema(), ZeroThreshold: h.GetZeroThreshold(), ZeroCount: zero,
+		Count: count, Sum: h.GetSampleSum(),
+		PositiveSpans: spans(h.GetPositiveSpan()), PositiveBuckets: counts(h.GetPositiveDelta(), h.GetPositiveCount()),
+		NegativeSpans: spans(h.GetNegativeSpan()), NegativeBuckets: counts(h.GetNegativeDelta(), h.GetNegativeCount()),
+	}
+}
+
 // scrapeAt gathers the exporter's k6 series and appends those of the
 // families the rules read, at ts, as Prometheus stores a scrape: counters
 // and gauges by value, histograms as classic _bucket, _sum and _count
-// series; empty label values are absent.
+// series and, when served, a native histogram; empty label values are
+// absent.
 func (r *replay) scrapeAt(app appender, ts int64) error {
 	mfs, err := r.srv.K6Gatherer().Gather()
 	if err != nil {
@@ -220,7 +264,15 @@ func (r *replay) appendMetric(app appender, mf *dto.MetricFamily, m *dto.Metric,
 		if err := app.Append(e.sum, ts, h.GetSampleSum()); err != nil {
 			return err
 		}
-		return app.Append(e.count, ts, float64(h.GetSampleCount()))
+		if err := app.Append(e.count, ts, float64(h.GetSampleCount())); err != nil {
+			return err
+		}
+		if fh := nativeHistogram(h); fh != nil {
+			// Stored beside the classic series, as Prometheus does with
+			// always_scrape_classic_histograms.
+			return app.AppendHistogram(e.plain, ts, fh)
+		}
+		return nil
 	}
 	return fmt.Errorf("%s: metric type %v not read by backtest", mf.GetName(), mf.GetType())
 }
