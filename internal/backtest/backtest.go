@@ -1,8 +1,8 @@
 // Package backtest replays k6 runs through Prometheus's own rule engine:
 // it feeds a run's points to a real exporter.Server scrape by scrape,
 // gathers what the exporter serves at each virtual 15 s scrape (the
-// families the rules read; histograms as their classic buckets), stores
-// it in memory, evaluates the rule files with Prometheus's PromQL engine
+// families the rules read; histograms as classic buckets and native
+// histograms), stores it in memory, evaluates the rule files with Prometheus's PromQL engine
 // at virtual time, and reports which alerts fired and when.
 package backtest
 
