@@ -295,3 +295,23 @@ func readAll(t *testing.T, path string) ([]*k6.MetricDef, []k6.Point) {
 	}
 	return defs, slices.Clip(points)
 }
+
+func TestFamiliesRead(t *testing.T) {
+	for _, c := range []struct {
+		expr string
+		want map[string]bool
+	}{
+		{`rate(k6_http_reqs_total[1m]) / sum(k6_vus)`, map[string]bool{"k6_http_reqs_total": true, "k6_vus": true}},
+		{`histogram_quantile(0.9, rate(k6_x_seconds_bucket{le="1"}[5m]))`, map[string]bool{"k6_x_seconds_bucket": true}},
+		{`sum({__name__=~"k6_.*"})`, map[string]bool{anyFamily: true}},
+	} {
+		got := familiesRead([]*ruleGroup{{rules: []*rule{{expr: c.expr}}}})
+		if !maps.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.expr, got, c.want)
+		}
+	}
+	r := &replay{reads: map[string]bool{"k6_x_seconds_bucket": true}}
+	if !r.readsFamily("k6_x_seconds") || r.readsFamily("k6_y_seconds") {
+		t.Error("readsFamily: a classic bucket selector reads its family and only it")
+	}
+}

@@ -60,6 +60,9 @@ func newReplay(env *envelope.Envelope, scrape time.Duration, reads map[string]bo
 		tagSets: map[string]map[string]string{}, keeps: map[string]bool{}, cache: map[string]*exposed{}}, nil
 }
 
+// anyFamily in familiesRead's set: a selector may match any family.
+const anyFamily = ""
+
 // familiesRead lists the metric names the rules' selectors name.
 func familiesRead(groups []*ruleGroup) map[string]bool {
 	out := map[string]bool{}
@@ -71,10 +74,15 @@ func familiesRead(groups []*ruleGroup) map[string]bool {
 			}
 			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 				if vs, ok := n.(*parser.VectorSelector); ok {
+					named := false
 					for _, m := range vs.LabelMatchers {
 						if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 							out[m.Value] = true
+							named = true
 						}
+					}
+					if !named {
+						out[anyFamily] = true // a name regex, or none: every family
 					}
 				}
 				return nil
@@ -87,7 +95,7 @@ func familiesRead(groups []*ruleGroup) map[string]bool {
 // readsFamily tells whether the rules select any series of family name
 // (a classic histogram's _bucket, _sum and _count included).
 func (r *replay) readsFamily(name string) bool {
-	return r.reads[name] || r.reads[name+"_bucket"] || r.reads[name+"_sum"] || r.reads[name+"_count"]
+	return r.reads[anyFamily] || r.reads[name] || r.reads[name+"_bucket"] || r.reads[name+"_sum"] || r.reads[name+"_count"]
 }
 
 // keep holds a point of a family the rules read until its scrape. Other
