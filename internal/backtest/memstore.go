@@ -16,7 +16,7 @@ import (
 )
 
 // memStore is the in-memory storage the PromQL engine reads during a
-// backtest: float samples per series, appended in time order. It keeps a
+// backtest: float or native histogram samples per series, appended in time order. It keeps a
 // TSDB head's append rules (no out-of-order or conflicting duplicate
 // samples) without linking the tsdb package, which pulls Prometheus's
 // configuration and with it service discovery and cloud SDKs into every
@@ -47,6 +47,11 @@ func newMemStore() *memStore {
 // ingestion, it refuses a sample older than the series' last one, and a
 // different value at the same timestamp; the same value again is a no-op.
 func (m *memStore) Append(l labels.Labels, t int64, v float64) error {
+	return m.add(m.series(l), memSample{t: t, f: v})
+}
+
+// series returns l's series, creating it.
+func (m *memStore) series(l labels.Labels) *memSeries {
 	m.buf = l.Bytes(m.buf[:0])
 	s := m.byKey[string(m.buf)]
 	if s == nil {
@@ -61,18 +66,28 @@ func (m *memStore) Append(l labels.Labels, t int64, v float64) error {
 		ix.series = append(ix.series, s)
 		ix.sorted = false
 	}
+	return s
+}
+
+// AppendHistogram adds one native histogram sample, by the same rules.
+func (m *memStore) AppendHistogram(l labels.Labels, t int64, fh *histogram.FloatHistogram) error {
+	return m.add(m.series(l), memSample{t: t, fh: fh})
+}
+
+func (m *memStore) add(s *memSeries, x memSample) error {
 	if n := len(s.samples); n > 0 {
 		switch last := s.samples[n-1]; {
-		case t < last.t:
+		case x.t < last.t:
 			return storage.ErrOutOfOrderSample
-		case t == last.t:
-			if math.Float64bits(v) == math.Float64bits(last.f) {
+		case x.t == last.t:
+			if x.fh == nil && last.fh == nil && math.Float64bits(x.f) == math.Float64bits(last.f) ||
+				x.fh != nil && last.fh != nil && x.fh.Equals(last.fh) {
 				return nil
 			}
 			return storage.ErrDuplicateSampleForTimestamp
 		}
 	}
-	s.samples = append(s.samples, memSample{t: t, f: v})
+	s.samples = append(s.samples, x)
 	return nil
 }
 
@@ -174,17 +189,23 @@ func (v *memSeriesView) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 // memSample is one float sample; pointers to it satisfy chunks.Sample
 // without an allocation per read.
 type memSample struct {
-	t int64
-	f float64
+	t  int64
+	f  float64
+	fh *histogram.FloatHistogram // a native histogram sample when set
 }
 
 func (s *memSample) T() int64                      { return s.t }
 func (s *memSample) ST() int64                     { return 0 }
 func (s *memSample) F() float64                    { return s.f }
 func (s *memSample) H() *histogram.Histogram       { return nil }
-func (s *memSample) FH() *histogram.FloatHistogram { return nil }
-func (s *memSample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
-func (s *memSample) Copy() chunks.Sample           { c := *s; return &c }
+func (s *memSample) FH() *histogram.FloatHistogram { return s.fh }
+func (s *memSample) Type() chunkenc.ValueType {
+	if s.fh != nil {
+		return chunkenc.ValFloatHistogram
+	}
+	return chunkenc.ValFloat
+}
+func (s *memSample) Copy() chunks.Sample { c := *s; return &c }
 
 type memSamples []memSample
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	promrules "github.com/prometheus/prometheus/rules"
@@ -30,12 +31,17 @@ func (a tsdbAppender) Append(l labels.Labels, t int64, v float64) error {
 	return err
 }
 
+func (a tsdbAppender) AppendHistogram(l labels.Labels, t int64, fh *histogram.FloatHistogram) error {
+	_, err := a.app.AppendHistogram(0, l, t, nil, fh)
+	return err
+}
+
 // referenceFile backtests with Prometheus's own rule manager over a TSDB:
 // what File did before it evaluated with its own copy of the rule loop.
 // The copy must give exactly the same alerts at the same times.
 func referenceFile(ctx context.Context, t *testing.T, env *envelope.Envelope, ruleFiles []string, path string, o Options) *Run {
 	t.Helper()
-	pr, err := prepare(env, path, &o)
+	pr, err := prepare(env, ruleFiles, path, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,14 +164,58 @@ type Server struct {
 
 // New builds a Server: registries, collectors and the OTLP receiver.
 func New(cfg Config) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	envs, err := cfg.envelopes()
+	if err != nil {
+		return nil, err
+	}
+	limit := max(cfg.SeriesLimit, 0)
+	s := &Server{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		st:    newStore(cfg.AllowTags, limit, envs),
+		reg:   prometheus.NewRegistry(),
+		k6Reg: prometheus.NewRegistry(),
+		rlog:  newRateLog(cfg.Logger, 10*time.Second),
+	}
+	s.st.metricLimit = max(cfg.MetricLimit, 0)
+	s.st.maxLabel = max(cfg.MaxLabelValue, 0)
+	s.st.native.max = max(cfg.NativeMaxBuckets, 0)
+	s.st.native.budget = max(cfg.NativeBucketBudget, 0)
+	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
+	s.registerSelfMetrics(limit)
+	if len(envs) > 0 {
+		ec := newEnvelopeCollector(envs)
+		s.reg.MustRegister(ec)
+		s.k6Reg.MustRegister(ec)
+	}
+	if !cfg.DisableExporterMetrics {
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cfg.Collectors {
+		if err := s.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("registering collector: %w", err)
+		}
+	}
+	if err := s.newOTLPReceiver(); err != nil {
+		return nil, err
+	}
+	s.ready.Store(true)
+	return s, nil
+}
+
+// setDefaults checks cfg and fills in the defaults of its zero fields.
+func (cfg *Config) setDefaults() error {
 	if cfg.TelemetryPath == "" {
 		cfg.TelemetryPath = "/metrics"
 	}
 	if !strings.HasPrefix(cfg.TelemetryPath, "/") {
-		return nil, fmt.Errorf("telemetry path %q: must start with /", cfg.TelemetryPath)
+		return fmt.Errorf("telemetry path %q: must start with /", cfg.TelemetryPath)
 	}
 	if cfg.TelemetryPath == "/v1/metrics" || cfg.TelemetryPath == "/-/healthy" || cfg.TelemetryPath == "/-/ready" {
-		return nil, fmt.Errorf("telemetry path %q: reserved", cfg.TelemetryPath)
+		return fmt.Errorf("telemetry path %q: reserved", cfg.TelemetryPath)
 	}
 	if cfg.SeriesLimit == 0 {
 		cfg.SeriesLimit = DefaultSeriesLimit
@@ -202,27 +246,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, t := range cfg.AllowTags {
 		if !validLabel(t) {
-			return nil, fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
+			return fmt.Errorf("allowed tag %q: not a valid Prometheus label name", t)
 		}
 	}
-	envs, err := cfg.envelopes()
-	if err != nil {
-		return nil, err
-	}
-	limit := max(cfg.SeriesLimit, 0)
-	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		st:    newStore(cfg.AllowTags, limit, envs),
-		reg:   prometheus.NewRegistry(),
-		k6Reg: prometheus.NewRegistry(),
-		rlog:  newRateLog(cfg.Logger, 10*time.Second),
-	}
-	s.st.metricLimit = max(cfg.MetricLimit, 0)
-	s.st.maxLabel = max(cfg.MaxLabelValue, 0)
-	s.st.native.max = max(cfg.NativeMaxBuckets, 0)
-	s.st.native.budget = max(cfg.NativeBucketBudget, 0)
-	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
+	return nil
+}
+
+// registerSelfMetrics creates and registers the exporter's own series.
+func (s *Server) registerSelfMetrics(limit int) {
 	vec := func(d catalogue.Desc) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
 	}
@@ -251,26 +282,18 @@ func New(cfg Config) (*Server, error) {
 
 	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
 		versioncollector.NewCollector("envelope_exporter"))
-	if len(envs) > 0 {
-		ec := newEnvelopeCollector(envs)
-		s.reg.MustRegister(ec)
-		s.k6Reg.MustRegister(ec)
-	}
-	if !cfg.DisableExporterMetrics {
-		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	for _, c := range cfg.Collectors {
-		if err := s.reg.Register(c); err != nil {
-			return nil, fmt.Errorf("registering collector: %w", err)
-		}
-	}
+}
+
+// newOTLPReceiver builds the OTLP receiver within the memory budget.
+func (s *Server) newOTLPReceiver() error {
+	cfg := s.cfg
 	inflight := 0
 	if cfg.OTLPMemoryBudget > 0 {
 		inflight = int(max(cfg.OTLPMemoryBudget/cfg.OTLPMaxBody, 1))
 	}
 	auth, err := grpcAuth(cfg.WebConfigFile)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.otlp = otlp.NewReceiver((*otlpSink)(s), otlp.Options{
 		MaxBody:     cfg.OTLPMaxBody,
@@ -293,8 +316,7 @@ func New(cfg Config) (*Server, error) {
 			s.overflow.WithLabelValues(reason).Inc()
 		},
 	})
-	s.ready.Store(true)
-	return s, nil
+	return nil
 }
 
 func validLabel(s string) bool {

@@ -137,166 +137,25 @@ type endpointAcc struct {
 
 // BuildStageReport computes the stage report from a run's points.
 func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) {
-	scens := []*k6options.Scenario{cfg.Scenario}
-	perScenario := false
-	only := map[string]bool{}
-	if cfg.OnlyScenario != "" {
-		only[cfg.OnlyScenario] = true
+	b, err := newStageBuild(cfg)
+	if err != nil {
+		return nil, err
 	}
-	if st := cfg.Staged; st != nil && len(st.Scenarios) > 0 {
-		scens, perScenario = st.Scenarios, !st.Shared
-		if st.Filtered {
-			for _, sc := range st.Scenarios {
-				only[sc.Name] = true
-			}
-		}
-	}
-	if scens[0] == nil {
-		return nil, errors.New("no stage windows: give a k6 inspect options file or a stage list")
-	}
-	scenWindows := make([][]k6options.Window, len(scens))
-	scenIndex := map[string]int{}
-	for i, sc := range scens {
-		scenWindows[i] = sc.Windows()
-		if len(scenWindows[i]) == 0 {
-			return nil, fmt.Errorf("scenario %q (%s) has no stage windows", sc.Name, sc.Executor)
-		}
-		scenIndex[sc.Name] = i
-	}
-	windows := scenWindows[0]
 	if len(points) == 0 {
 		return nil, errors.New("the run has no samples: stage statistics need a point stream (k6 --out json or csv)")
 	}
-	r := &StageReport{
-		Executor: scens[0].Executor, Scenario: scens[0], Windows: windows,
-		GroupBy: cfg.GroupBy, Status: cfg.Status, Start: cfg.Start, Params: cfg.Params,
-		Scenarios: scens, PerScenario: perScenario,
-	}
-	if perScenario {
-		r.Windows = mergedWindows(scenWindows)
-	}
-	if execs := executors(scens); len(execs) > 1 {
-		r.Executor = strings.Join(execs, ", ")
-	}
-	if r.GroupBy == "" {
-		r.GroupBy = "name"
-	}
-	if r.Status == "" {
-		r.Status = "200"
-	}
-	batchMetric := cfg.BatchMetric
-	if batchMetric == "" && cfg.BatchTag == "" {
-		batchMetric = "batch_size"
-	}
-	if r.Start.IsZero() {
-		r.Start = points[0].Time
-		for _, p := range points {
-			if p.Time.Before(r.Start) {
-				r.Start = p.Time
-			}
-		}
-	}
-	accs := map[string]*endpointAcc{}
-	get := func(p *k6.Point) *endpointAcc {
-		name, ok := p.Tags[r.GroupBy]
-		if !ok {
-			name = "(no " + r.GroupBy + " tag)"
-		}
-		a := accs[name]
-		if a == nil {
-			a = &endpointAcc{st: &EndpointStats{Name: name}, byStage: make([][][]float64, len(scens)), seen: make([]bool, len(scens)), firstScen: len(scens)}
-			for i := range scens {
-				a.byStage[i] = make([][]float64, len(scenWindows[i]))
-			}
-			accs[name] = a
-			r.Endpoints = append(r.Endpoints, a.st)
-		}
-		return a
-	}
-	var selected, outside int
-	var before time.Duration
+	r := b.report(points)
 	for i := range points {
-		p := &points[i]
-		if len(only) > 0 {
-			if sc, ok := p.Tags["scenario"]; ok && !only[sc] {
-				continue
-			}
-		}
-		off := p.Time.Sub(r.Start)
-		if off > r.LastSample {
-			r.LastSample = off
-		}
-		if off < before {
-			before = off
-		}
-		switch p.Metric {
-		case metricDuration:
-			a := get(p)
-			a.all = append(a.all, p.Value)
-			si, tagged := scenIndex[p.Tags["scenario"]]
-			if tagged {
-				a.seen[si] = true
-				a.firstScen = min(a.firstScen, si)
-			}
-			if !perScenario {
-				si, tagged = 0, true
-				a.seen[0] = true
-			}
-			if cfg.BatchTag != "" {
-				if v, ok := p.Tags[cfg.BatchTag]; ok {
-					if b, err := strconv.ParseFloat(v, 64); err == nil {
-						a.batch = append(a.batch, b)
-					}
-				}
-			}
-			if s := p.Tags["status"]; s == "" || s == "0" || s >= "400" && len(s) == 3 {
-				a.statusFail++
-			}
-			if p.Tags["status"] != r.Status {
-				continue
-			}
-			selected++
-			a.st.Latencies = append(a.st.Latencies, p.Value)
-			if !tagged {
-				r.Unscoped++
-				continue
-			}
-			ws := scenWindows[si]
-			idx := -1
-			for w := range ws {
-				if off >= ws[w].Start && off < ws[w].End {
-					idx = w
-					break
-				}
-			}
-			if idx < 0 {
-				outside++
-				continue
-			}
-			a.byStage[si][idx] = append(a.byStage[si][idx], p.Value)
-		case metricReqs:
-			a := get(p)
-			a.reqs += p.Value
-			a.haveReqs = true
-		case metricFailed:
-			a := get(p)
-			a.failedRate += p.Value
-			a.rateN++
-		default:
-			if batchMetric != "" && p.Metric == batchMetric {
-				a := get(p)
-				a.batch = append(a.batch, p.Value)
-			}
-		}
+		b.add(&points[i])
 	}
-	if before < 0 && !cfg.Start.IsZero() {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%s of samples precede --start %s; they are left out of the stage stats", fmtDur(-before), cfg.Start.Format(time.RFC3339)))
+	if b.before < 0 && !cfg.Start.IsZero() {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%s of samples precede --start %s; they are left out of the stage stats", fmtDur(-b.before), cfg.Start.Format(time.RFC3339)))
 	}
 	// Endpoints that only carry counters (no duration sample) are not
 	// endpoints of the report.
 	kept := r.Endpoints[:0]
 	for _, e := range r.Endpoints {
-		if len(accs[e.Name].all) > 0 {
+		if len(b.accs[e.Name].all) > 0 {
 			kept = append(kept, e)
 		}
 	}
@@ -304,74 +163,20 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 	if len(r.Endpoints) == 0 {
 		return nil, fmt.Errorf("no %s samples: nothing to report", metricDuration)
 	}
-	r.order(cfg.EndpointOrder, accs)
+	r.order(cfg.EndpointOrder, b.accs)
 	if r.Unscoped > 0 {
-		if r.Unscoped == selected {
-			return nil, fmt.Errorf("the scenarios' stages differ, so each sample is windowed by its own scenario, but no status-%s sample has a scenario tag naming one of %s: give --scenario to use one scenario's stages", r.Status, scenarioNames(scens))
+		if r.Unscoped == b.selected {
+			return nil, fmt.Errorf("the scenarios' stages differ, so each sample is windowed by its own scenario, but no status-%s sample has a scenario tag naming one of %s: give --scenario to use one scenario's stages", r.Status, scenarioNames(b.scens))
 		}
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d status-%s samples carry no scenario tag naming one of %s and are left out of the stage stats", r.Unscoped, selected, r.Status, scenarioNames(scens)))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d of %d status-%s samples carry no scenario tag naming one of %s and are left out of the stage stats", r.Unscoped, b.selected, r.Status, scenarioNames(b.scens)))
 	}
-	if err := r.checkCoverage(selected-r.Unscoped, outside); err != nil {
+	if err := r.checkCoverage(b.selected-r.Unscoped, b.outside); err != nil {
 		return nil, err
 	}
 	for _, e := range r.Endpoints {
-		a := accs[e.Name]
-		sorted := append([]float64(nil), a.all...)
-		sort.Float64s(sorted)
-		e.P95 = math.NaN() // an endpoint without selected samples has no p95
-		if len(sorted) > 0 {
-			e.P95 = stats.Quantile(sorted, 0.95)
-		}
-		e.Requests = int64(len(a.all))
-		if a.haveReqs {
-			e.Requests = int64(math.Round(a.reqs))
-		}
-		if a.rateN > 0 {
-			e.Failed = int64(math.Round(a.failedRate))
-			e.ErrorRate = a.failedRate / float64(a.rateN)
-		} else {
-			e.Failed = a.statusFail
-			e.ErrorRate = float64(a.statusFail) / float64(len(a.all))
-		}
-		if len(a.batch) > 0 {
-			var s float64
-			for _, b := range a.batch {
-				s += b
-			}
-			m := s / float64(len(a.batch))
-			e.EffectiveBatch = &m
-		}
-		var empty []string
-		for si := range scens {
-			if !perScenario && si > 0 {
-				break // one shared set of windows
-			}
-			if perScenario && !a.seen[si] {
-				continue
-			}
-			for w, win := range scenWindows[si] {
-				st := stageStats(a.byStage[si][w])
-				st.Stage, st.Target, st.Window = win.Stage, win.To, win
-				where := fmt.Sprintf("%d (%s)", win.Stage, fmtWindow(win))
-				if perScenario {
-					st.Scenario = scens[si].Name
-					where = fmt.Sprintf("%d of scenario %s (%s)", win.Stage, scens[si].Name, fmtWindow(win))
-				}
-				if st.Samples == 0 {
-					empty = append(empty, where)
-				}
-				e.Stages = append(e.Stages, st)
-			}
-		}
-		if len(empty) > 0 {
-			word := "stage"
-			if len(empty) > 1 {
-				word = "stages"
-			}
-			r.Warnings = append(r.Warnings, fmt.Sprintf("endpoint %s has no status-%s samples in %s %s", e.Name, r.Status, word, strings.Join(empty, ", ")))
-		}
+		b.finishEndpoint(e)
 	}
-	if err := r.costs(cfg, batchMetric); err != nil {
+	if err := r.costs(cfg, b.batchMetric); err != nil {
 		return nil, err
 	}
 	r.Ranking = append([]*EndpointStats(nil), r.Endpoints...)
@@ -384,6 +189,251 @@ func BuildStageReport(points []k6.Point, cfg StageConfig) (*StageReport, error) 
 	})
 	r.findings()
 	return r, nil
+}
+
+// stageBuild is the state of one BuildStageReport: the scenarios' stage
+// windows and the per-endpoint accumulators.
+type stageBuild struct {
+	cfg         StageConfig
+	r           *StageReport
+	scens       []*k6options.Scenario
+	perScenario bool
+	only        map[string]bool
+	scenWindows [][]k6options.Window
+	scenIndex   map[string]int
+	batchMetric string
+	accs        map[string]*endpointAcc
+
+	selected, outside int
+	before            time.Duration
+}
+
+// newStageBuild resolves the scenarios and their stage windows.
+func newStageBuild(cfg StageConfig) (*stageBuild, error) {
+	b := &stageBuild{cfg: cfg, scens: []*k6options.Scenario{cfg.Scenario}, only: map[string]bool{},
+		scenIndex: map[string]int{}, accs: map[string]*endpointAcc{}}
+	if cfg.OnlyScenario != "" {
+		b.only[cfg.OnlyScenario] = true
+	}
+	if st := cfg.Staged; st != nil && len(st.Scenarios) > 0 {
+		b.scens, b.perScenario = st.Scenarios, !st.Shared
+		if st.Filtered {
+			for _, sc := range st.Scenarios {
+				b.only[sc.Name] = true
+			}
+		}
+	}
+	if b.scens[0] == nil {
+		return nil, errors.New("no stage windows: give a k6 inspect options file or a stage list")
+	}
+	b.scenWindows = make([][]k6options.Window, len(b.scens))
+	for i, sc := range b.scens {
+		b.scenWindows[i] = sc.Windows()
+		if len(b.scenWindows[i]) == 0 {
+			return nil, fmt.Errorf("scenario %q (%s) has no stage windows", sc.Name, sc.Executor)
+		}
+		b.scenIndex[sc.Name] = i
+	}
+	b.batchMetric = cfg.BatchMetric
+	if b.batchMetric == "" && cfg.BatchTag == "" {
+		b.batchMetric = "batch_size"
+	}
+	return b, nil
+}
+
+// report starts the report with the configuration's defaults; the run
+// starts at its earliest point unless configured.
+func (b *stageBuild) report(points []k6.Point) *StageReport {
+	cfg, scens := b.cfg, b.scens
+	r := &StageReport{
+		Executor: scens[0].Executor, Scenario: scens[0], Windows: b.scenWindows[0],
+		GroupBy: cfg.GroupBy, Status: cfg.Status, Start: cfg.Start, Params: cfg.Params,
+		Scenarios: scens, PerScenario: b.perScenario,
+	}
+	if b.perScenario {
+		r.Windows = mergedWindows(b.scenWindows)
+	}
+	if execs := executors(scens); len(execs) > 1 {
+		r.Executor = strings.Join(execs, ", ")
+	}
+	if r.GroupBy == "" {
+		r.GroupBy = "name"
+	}
+	if r.Status == "" {
+		r.Status = "200"
+	}
+	if r.Start.IsZero() {
+		r.Start = points[0].Time
+		for _, p := range points {
+			if p.Time.Before(r.Start) {
+				r.Start = p.Time
+			}
+		}
+	}
+	b.r = r
+	return r
+}
+
+// acc returns the accumulator of p's endpoint, creating it.
+func (b *stageBuild) acc(p *k6.Point) *endpointAcc {
+	r := b.r
+	name, ok := p.Tags[r.GroupBy]
+	if !ok {
+		name = "(no " + r.GroupBy + " tag)"
+	}
+	a := b.accs[name]
+	if a == nil {
+		a = &endpointAcc{st: &EndpointStats{Name: name}, byStage: make([][][]float64, len(b.scens)), seen: make([]bool, len(b.scens)), firstScen: len(b.scens)}
+		for i := range b.scens {
+			a.byStage[i] = make([][]float64, len(b.scenWindows[i]))
+		}
+		b.accs[name] = a
+		r.Endpoints = append(r.Endpoints, a.st)
+	}
+	return a
+}
+
+// add accumulates one point.
+func (b *stageBuild) add(p *k6.Point) {
+	r := b.r
+	if len(b.only) > 0 {
+		if sc, ok := p.Tags["scenario"]; ok && !b.only[sc] {
+			return
+		}
+	}
+	off := p.Time.Sub(r.Start)
+	if off > r.LastSample {
+		r.LastSample = off
+	}
+	if off < b.before {
+		b.before = off
+	}
+	switch p.Metric {
+	case metricDuration:
+		b.addDuration(p, off)
+	case metricReqs:
+		a := b.acc(p)
+		a.reqs += p.Value
+		a.haveReqs = true
+	case metricFailed:
+		a := b.acc(p)
+		a.failedRate += p.Value
+		a.rateN++
+	default:
+		if b.batchMetric != "" && p.Metric == b.batchMetric {
+			a := b.acc(p)
+			a.batch = append(a.batch, p.Value)
+		}
+	}
+}
+
+// addDuration accumulates one request duration at offset off into its
+// endpoint and, when its status is selected, its scenario's stage window.
+func (b *stageBuild) addDuration(p *k6.Point, off time.Duration) {
+	r := b.r
+	a := b.acc(p)
+	a.all = append(a.all, p.Value)
+	si, tagged := b.scenIndex[p.Tags["scenario"]]
+	if tagged {
+		a.seen[si] = true
+		a.firstScen = min(a.firstScen, si)
+	}
+	if !b.perScenario {
+		si, tagged = 0, true
+		a.seen[0] = true
+	}
+	if b.cfg.BatchTag != "" {
+		if v, ok := p.Tags[b.cfg.BatchTag]; ok {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				a.batch = append(a.batch, x)
+			}
+		}
+	}
+	if s := p.Tags["status"]; s == "" || s == "0" || s >= "400" && len(s) == 3 {
+		a.statusFail++
+	}
+	if p.Tags["status"] != r.Status {
+		return
+	}
+	b.selected++
+	a.st.Latencies = append(a.st.Latencies, p.Value)
+	if !tagged {
+		r.Unscoped++
+		return
+	}
+	ws := b.scenWindows[si]
+	idx := -1
+	for w := range ws {
+		if off >= ws[w].Start && off < ws[w].End {
+			idx = w
+			break
+		}
+	}
+	if idx < 0 {
+		b.outside++
+		return
+	}
+	a.byStage[si][idx] = append(a.byStage[si][idx], p.Value)
+}
+
+// finishEndpoint computes an endpoint's totals and stage statistics.
+func (b *stageBuild) finishEndpoint(e *EndpointStats) {
+	r := b.r
+	a := b.accs[e.Name]
+	sorted := append([]float64(nil), a.all...)
+	sort.Float64s(sorted)
+	e.P95 = math.NaN() // an endpoint without selected samples has no p95
+	if len(sorted) > 0 {
+		e.P95 = stats.Quantile(sorted, 0.95)
+	}
+	e.Requests = int64(len(a.all))
+	if a.haveReqs {
+		e.Requests = int64(math.Round(a.reqs))
+	}
+	if a.rateN > 0 {
+		e.Failed = int64(math.Round(a.failedRate))
+		e.ErrorRate = a.failedRate / float64(a.rateN)
+	} else {
+		e.Failed = a.statusFail
+		e.ErrorRate = float64(a.statusFail) / float64(len(a.all))
+	}
+	if len(a.batch) > 0 {
+		var s float64
+		for _, x := range a.batch {
+			s += x
+		}
+		m := s / float64(len(a.batch))
+		e.EffectiveBatch = &m
+	}
+	var empty []string
+	for si := range b.scens {
+		if !b.perScenario && si > 0 {
+			break // one shared set of windows
+		}
+		if b.perScenario && !a.seen[si] {
+			continue
+		}
+		for w, win := range b.scenWindows[si] {
+			st := stageStats(a.byStage[si][w])
+			st.Stage, st.Target, st.Window = win.Stage, win.To, win
+			where := fmt.Sprintf("%d (%s)", win.Stage, fmtWindow(win))
+			if b.perScenario {
+				st.Scenario = b.scens[si].Name
+				where = fmt.Sprintf("%d of scenario %s (%s)", win.Stage, b.scens[si].Name, fmtWindow(win))
+			}
+			if st.Samples == 0 {
+				empty = append(empty, where)
+			}
+			e.Stages = append(e.Stages, st)
+		}
+	}
+	if len(empty) > 0 {
+		word := "stage"
+		if len(empty) > 1 {
+			word = "stages"
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("endpoint %s has no status-%s samples in %s %s", e.Name, r.Status, word, strings.Join(empty, ", ")))
+	}
 }
 
 // order puts the endpoints in the configured order: the listed names

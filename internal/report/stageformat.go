@@ -175,24 +175,11 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	if p == nil {
 		p = &Params{}
 	}
-	title := p.Title
-	if title == "" {
-		title = "Benchmark Report"
-	}
 	names := make([]string, len(r.Endpoints))
 	for i, e := range r.Endpoints {
 		names[i] = e.Name
 	}
-	fmt.Fprintf(&b, "# %s\n\n", title)
-	fmt.Fprintf(&b, "Executor: %s\n", r.Executor)
-	if p.Mode != "" {
-		fmt.Fprintf(&b, "Mode: %s\n", p.Mode)
-	}
-	if p.MaxDelay != "" {
-		fmt.Fprintf(&b, "Max delay: %s\n", p.MaxDelay)
-	}
-	fmt.Fprintf(&b, "Endpoints: %s\n\n", strings.Join(names, ", "))
-
+	r.mdHeader(&b, p, names)
 	b.WriteString("## Test Configuration\n\n")
 	if p.Region != "" {
 		fmt.Fprintf(&b, "Region: `%s`\n\n", p.Region)
@@ -201,26 +188,61 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	if len(r.Windows) > 0 {
 		unit = r.Windows[0].Unit
 	}
+	r.mdWorkload(&b, unit)
+	r.mdSettings(&b, p, names)
+	r.mdFindings(&b)
+	r.mdRanking(&b)
+	r.mdStages(&b, unit)
+	b.WriteString("\n\n## Charts\n\n### Latency distribution\n\n")
+	fmt.Fprintf(&b, "<picture>\n  <source media=\"(prefers-color-scheme: dark)\" srcset=\"%s\">\n  <source media=\"(prefers-color-scheme: light)\" srcset=\"%s\">\n  <img alt=\"Latency distribution\" src=\"%s\">\n</picture>\n",
+		ChartPaths.Dark, ChartPaths.Light, ChartPaths.Light)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdHeader writes the title and the run's one-line facts.
+func (r *StageReport) mdHeader(b *strings.Builder, p *Params, names []string) {
+	title := p.Title
+	if title == "" {
+		title = "Benchmark Report"
+	}
+	fmt.Fprintf(b, "# %s\n\n", title)
+	fmt.Fprintf(b, "Executor: %s\n", r.Executor)
+	if p.Mode != "" {
+		fmt.Fprintf(b, "Mode: %s\n", p.Mode)
+	}
+	if p.MaxDelay != "" {
+		fmt.Fprintf(b, "Max delay: %s\n", p.MaxDelay)
+	}
+	fmt.Fprintf(b, "Endpoints: %s\n\n", strings.Join(names, ", "))
+}
+
+// mdWorkload writes the stage windows.
+func (r *StageReport) mdWorkload(b *strings.Builder, unit string) {
 	b.WriteString("### Workload Shape\n\n")
 	if r.PerScenario {
-		fmt.Fprintf(&b, "The scenarios' stages differ, so each sample is windowed by the stages of its own scenario (its `scenario` tag).\n\n")
-		fmt.Fprintf(&b, "| Scenario | Stage | Window | Duration | From %s | To %s |\n| :-- | ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
+		fmt.Fprintf(b, "The scenarios' stages differ, so each sample is windowed by the stages of its own scenario (its `scenario` tag).\n\n")
+		fmt.Fprintf(b, "| Scenario | Stage | Window | Duration | From %s | To %s |\n| :-- | ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
 		for _, sc := range r.Scenarios {
 			for _, w := range sc.Windows() {
-				fmt.Fprintf(&b, "| %s | %d | %ss | %s | %s | %s |\n", sc.Name, w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
+				fmt.Fprintf(b, "| %s | %d | %ss | %s | %s | %s |\n", sc.Name, w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
 			}
 		}
 	} else {
 		if len(r.Scenarios) > 1 {
-			fmt.Fprintf(&b, "%d scenarios (%s) run these stages in parallel; one set of windows serves them all.\n\n", len(r.Scenarios), scenarioNames(r.Scenarios))
+			fmt.Fprintf(b, "%d scenarios (%s) run these stages in parallel; one set of windows serves them all.\n\n", len(r.Scenarios), scenarioNames(r.Scenarios))
 		}
-		fmt.Fprintf(&b, "| Stage | Window | Duration | From %s | To %s |\n| ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
+		fmt.Fprintf(b, "| Stage | Window | Duration | From %s | To %s |\n| ---: | :-- | :-- | ---: | ---: |\n", unit, unit)
 		for _, w := range r.Windows {
-			fmt.Fprintf(&b, "| %d | %ss | %s | %s | %s |\n", w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
+			fmt.Fprintf(b, "| %d | %ss | %s | %s | %s |\n", w.Stage, fmtWindow(w), fmtDur(w.Duration()), num(w.From), num(w.To))
 		}
 	}
+}
+
+// mdSettings writes the k6 settings, endpoints and the given parameters.
+func (r *StageReport) mdSettings(b *strings.Builder, p *Params, names []string) {
 	b.WriteString("\n### k6 Settings\n\n| Setting | Value |\n| :-- | :-- |\n")
-	row := func(k, v string) { fmt.Fprintf(&b, "| %s | `%s` |\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(b, "| %s | `%s` |\n", k, v) }
 	sc := r.Scenario
 	row("Executor", r.Executor)
 	if p.Mode != "" {
@@ -257,7 +279,7 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\n### Endpoint Labels\n\n| Endpoint |\n| :-- |\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, "| %s |\n", n)
+		fmt.Fprintf(b, "| %s |\n", n)
 	}
 	if len(p.Stack) > 0 {
 		b.WriteString("\n### Stack Parameters\n\n| Parameter | Value |\n| :-- | :-- |\n")
@@ -266,83 +288,87 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	for _, sec := range p.Sections {
-		fmt.Fprintf(&b, "\n### %s\n\n", sec.Title)
+		fmt.Fprintf(b, "\n### %s\n\n", sec.Title)
 		if sec.Text != "" {
-			fmt.Fprintf(&b, "%s\n", sec.Text)
+			fmt.Fprintf(b, "%s\n", sec.Text)
 		}
 		for _, it := range sec.Items {
-			fmt.Fprintf(&b, "- %s\n", it)
+			fmt.Fprintf(b, "- %s\n", it)
 		}
 	}
 	if len(p.Notes) > 0 {
 		b.WriteString("\n### Benchmark Scenario Notes\n\n")
 		for _, n := range p.Notes {
-			fmt.Fprintf(&b, "- %s\n", n)
+			fmt.Fprintf(b, "- %s\n", n)
 		}
 	}
+}
 
+// mdFindings writes the key findings and data notes.
+func (r *StageReport) mdFindings(b *strings.Builder) {
 	b.WriteString("\n## Key Findings\n\n")
 	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "- %s\n", f)
+		fmt.Fprintf(b, "- %s\n", f)
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n### Data Notes\n\n")
 		for _, wn := range r.Warnings {
-			fmt.Fprintf(&b, "- %s\n", wn)
+			fmt.Fprintf(b, "- %s\n", wn)
 		}
 	}
+}
 
+// mdRanking writes the endpoint ranking.
+func (r *StageReport) mdRanking(b *strings.Builder) {
 	b.WriteString("\n## Endpoint Ranking\n\n")
 	b.WriteString(RankingRule + "\n\n")
 	if r.Baseline != "" {
-		fmt.Fprintf(&b, "| Rank | Endpoint | p95 (ms) | Error rate | Cost (%% of %s) | Effective batch | Requests |\n| ---: | :-- | ---: | ---: | ---: | ---: | ---: |\n", r.Baseline)
+		fmt.Fprintf(b, "| Rank | Endpoint | p95 (ms) | Error rate | Cost (%% of %s) | Effective batch | Requests |\n| ---: | :-- | ---: | ---: | ---: | ---: | ---: |\n", r.Baseline)
 	} else {
 		b.WriteString("| Rank | Endpoint | p95 (ms) | Error rate | Requests |\n| ---: | :-- | ---: | ---: | ---: |\n")
 	}
 	for i, e := range r.Ranking {
-		fmt.Fprintf(&b, "| %d | %s | %.2f | %.3f%% |", i+1, e.Name, e.P95, 100*e.ErrorRate)
+		fmt.Fprintf(b, "| %d | %s | %.2f | %.3f%% |", i+1, e.Name, e.P95, 100*e.ErrorRate)
 		if r.Baseline != "" {
-			fmt.Fprintf(&b, " %s | %s |", optf(e.CostPct), optf(e.EffectiveBatch))
+			fmt.Fprintf(b, " %s | %s |", optf(e.CostPct), optf(e.EffectiveBatch))
 		}
-		fmt.Fprintf(&b, " %d |\n", e.Requests)
+		fmt.Fprintf(b, " %d |\n", e.Requests)
 	}
 	if r.Baseline != "" {
-		fmt.Fprintf(&b, "\nCost is 100 × (%s's effective batch / the endpoint's effective batch); effective batch is the mean of the %s samples.\n", r.Baseline, r.BatchFrom)
+		fmt.Fprintf(b, "\nCost is 100 × (%s's effective batch / the endpoint's effective batch); effective batch is the mean of the %s samples.\n", r.Baseline, r.BatchFrom)
 	}
+}
 
+// mdStages writes each endpoint's stage latency table.
+func (r *StageReport) mdStages(b *strings.Builder, unit string) {
 	b.WriteString("\n## Stage Latency Stats (per endpoint)\n\n")
 	if r.PerScenario {
-		fmt.Fprintf(&b, "Computed from sampled `http_req_duration` points with status `%s`, each grouped by the stage windows of its own scenario.\n", r.Status)
+		fmt.Fprintf(b, "Computed from sampled `http_req_duration` points with status `%s`, each grouped by the stage windows of its own scenario.\n", r.Status)
 	} else {
-		fmt.Fprintf(&b, "Computed from sampled `http_req_duration` points with status `%s`, grouped by configured stage windows.\n", r.Status)
+		fmt.Fprintf(b, "Computed from sampled `http_req_duration` points with status `%s`, grouped by configured stage windows.\n", r.Status)
 	}
 	for _, e := range r.Endpoints {
-		fmt.Fprintf(&b, "\n### %s\n\n", e.Name)
+		fmt.Fprintf(b, "\n### %s\n\n", e.Name)
 		if r.PerScenario {
 			b.WriteString("| Scenario ")
 		}
-		fmt.Fprintf(&b, "| Stage | Target (%s) | Window (s) | Samples | Avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) |\n", unit)
+		fmt.Fprintf(b, "| Stage | Target (%s) | Window (s) | Samples | Avg (ms) | p50 (ms) | p95 (ms) | p99 (ms) | Max (ms) |\n", unit)
 		if r.PerScenario {
 			b.WriteString("| :-- ")
 		}
 		b.WriteString("| ---: | ---: | :-- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 		for _, s := range e.Stages {
 			if r.PerScenario {
-				fmt.Fprintf(&b, "| %s ", s.Scenario)
+				fmt.Fprintf(b, "| %s ", s.Scenario)
 			}
-			fmt.Fprintf(&b, "| %d | %s | %s | %d |", s.Stage, num(s.Target), fmtWindow(s.Window), s.Samples)
+			fmt.Fprintf(b, "| %d | %s | %s | %d |", s.Stage, num(s.Target), fmtWindow(s.Window), s.Samples)
 			if s.Samples == 0 {
 				b.WriteString(" _no samples_ | | | | |\n")
 				continue
 			}
-			fmt.Fprintf(&b, " %.2f | %.2f | %.2f | %.2f | %.2f |\n", *s.Avg, *s.P50, *s.P95, *s.P99, *s.Max)
+			fmt.Fprintf(b, " %.2f | %.2f | %.2f | %.2f | %.2f |\n", *s.Avg, *s.P50, *s.P95, *s.P99, *s.Max)
 		}
 	}
-	b.WriteString("\n\n## Charts\n\n### Latency distribution\n\n")
-	fmt.Fprintf(&b, "<picture>\n  <source media=\"(prefers-color-scheme: dark)\" srcset=\"%s\">\n  <source media=\"(prefers-color-scheme: light)\" srcset=\"%s\">\n  <img alt=\"Latency distribution\" src=\"%s\">\n</picture>\n",
-		ChartPaths.Dark, ChartPaths.Light, ChartPaths.Light)
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // Stage report JSON shapes (milliseconds, ratios).

@@ -117,16 +117,49 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 	st = &Stack{Dir: dir, cancel: cancel, errs: make(chan error, len(o.Exporters))}
 
 	// Exporters first, so Prometheus finds them up on its first scrape.
+	exporterJob, err := st.serveExporters(runCtx, o.Exporters)
+	if err != nil {
+		return st, err
+	}
+	ruleFiles, err := writeRules(dir, o.Rules)
+	if err != nil {
+		return st, err
+	}
+
+	readyCtx, readyCancel := context.WithTimeout(ctx, o.ReadyTimeout)
+	defer readyCancel()
+
+	cfg := PrometheusConfig{
+		ScrapeInterval:     o.ScrapeInterval,
+		EvaluationInterval: o.EvaluationInterval,
+		RuleFiles:          ruleFiles,
+	}
+	if o.AlertmanagerBin != "" {
+		if err := st.startAlertmanager(readyCtx, o, &cfg); err != nil {
+			return st, err
+		}
+	}
+	cfg.Jobs = append(cfg.Jobs, exporterJob)
+	if err := st.startPrometheus(readyCtx, o, cfg); err != nil {
+		return st, err
+	}
+	o.Logger.Info("stack started", "prometheus", st.PrometheusURL, "alertmanager", st.AlertmanagerURL, "exporters", st.ExporterURLs)
+	return st, nil
+}
+
+// serveExporters serves each exporter on its own listener until runCtx
+// ends, and returns the scrape job that finds them.
+func (st *Stack) serveExporters(runCtx context.Context, targets []Target) (Job, error) {
 	exporterJob := Job{Name: ExporterJob}
 	group := map[string]int{} // label set -> index in exporterJob.Groups
-	for i, t := range o.Exporters {
+	for i, t := range targets {
 		addr := t.Addr
 		if addr == "" {
 			addr = "127.0.0.1:0"
 		}
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			return st, fmt.Errorf("stack: exporter %d: %w", i, err)
+			return exporterJob, fmt.Errorf("stack: exporter %d: %w", i, err)
 		}
 		a := l.Addr().String()
 		st.ExporterURLs = append(st.ExporterURLs, "http://"+a)
@@ -148,63 +181,69 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 		}
 		exporterJob.Groups[gi].Targets = append(exporterJob.Groups[gi].Targets, a)
 	}
+	return exporterJob, nil
+}
 
+// writeRules writes the rule files under dir/rules, sorted by name, and
+// returns their paths relative to dir.
+func writeRules(dir string, files map[string][]byte) ([]string, error) {
 	ruleDir := filepath.Join(dir, "rules")
 	if err := os.MkdirAll(ruleDir, 0o755); err != nil {
-		return st, err
+		return nil, err
 	}
-	names := make([]string, 0, len(o.Rules))
-	for n := range o.Rules {
+	names := make([]string, 0, len(files))
+	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	var ruleFiles []string
 	for _, n := range names {
-		if err := os.WriteFile(filepath.Join(ruleDir, n), o.Rules[n], 0o644); err != nil {
-			return st, err
+		if err := os.WriteFile(filepath.Join(ruleDir, n), files[n], 0o644); err != nil {
+			return nil, err
 		}
 		ruleFiles = append(ruleFiles, filepath.Join("rules", n))
 	}
+	return ruleFiles, nil
+}
 
-	readyCtx, readyCancel := context.WithTimeout(ctx, o.ReadyTimeout)
-	defer readyCancel()
-
-	cfg := PrometheusConfig{
-		ScrapeInterval:     o.ScrapeInterval,
-		EvaluationInterval: o.EvaluationInterval,
-		RuleFiles:          ruleFiles,
+// startAlertmanager starts Alertmanager, waits until it is ready and
+// points cfg at it.
+func (st *Stack) startAlertmanager(readyCtx context.Context, o Options, cfg *PrometheusConfig) error {
+	dir := st.Dir
+	addr, err := listenAddr(o.AlertmanagerAddr)
+	if err != nil {
+		return err
 	}
-	if o.AlertmanagerBin != "" {
-		addr, err := listenAddr(o.AlertmanagerAddr)
-		if err != nil {
-			return st, err
-		}
-		cfgPath := filepath.Join(dir, "alertmanager.yml")
-		if err := os.WriteFile(cfgPath, []byte(AlertmanagerConfig), 0o644); err != nil {
-			return st, err
-		}
-		amData := filepath.Join(dir, "alertmanager-data")
-		// Cluster mode off: a lone Alertmanager needs no gossip port.
-		st.am, err = StartProcess("alertmanager", o.AlertmanagerBin, []string{
-			"--config.file=" + cfgPath,
-			"--storage.path=" + amData,
-			"--web.listen-address=" + addr,
-			"--cluster.listen-address=",
-		}, dir, filepath.Join(dir, "alertmanager.log"), "http://"+addr)
-		if err != nil {
-			return st, err
-		}
-		if err := st.am.WaitReady(readyCtx, st.am.URL+"/-/ready"); err != nil {
-			return st, err
-		}
-		st.AlertmanagerURL = st.am.URL
-		cfg.Alertmanagers = []string{addr}
+	cfgPath := filepath.Join(dir, "alertmanager.yml")
+	if err := os.WriteFile(cfgPath, []byte(AlertmanagerConfig), 0o644); err != nil {
+		return err
 	}
+	amData := filepath.Join(dir, "alertmanager-data")
+	// Cluster mode off: a lone Alertmanager needs no gossip port.
+	st.am, err = StartProcess("alertmanager", o.AlertmanagerBin, []string{
+		"--config.file=" + cfgPath,
+		"--storage.path=" + amData,
+		"--web.listen-address=" + addr,
+		"--cluster.listen-address=",
+	}, dir, filepath.Join(dir, "alertmanager.log"), "http://"+addr)
+	if err != nil {
+		return err
+	}
+	if err := st.am.WaitReady(readyCtx, st.am.URL+"/-/ready"); err != nil {
+		return err
+	}
+	st.AlertmanagerURL = st.am.URL
+	cfg.Alertmanagers = []string{addr}
+	return nil
+}
 
-	cfg.Jobs = append(cfg.Jobs, exporterJob)
+// startPrometheus writes Prometheus's configuration (cfg plus its own and
+// Alertmanager's scrape jobs), starts it and waits until it is ready.
+func (st *Stack) startPrometheus(readyCtx context.Context, o Options, cfg PrometheusConfig) error {
+	dir := st.Dir
 	addr, err := listenAddr(o.PrometheusAddr)
 	if err != nil {
-		return st, err
+		return err
 	}
 	cfg.Jobs = append(cfg.Jobs, Job{Name: "prometheus", Groups: []TargetGroup{{Targets: []string{addr}}}})
 	if cfg.Alertmanagers != nil {
@@ -212,11 +251,11 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 	}
 	y, err := cfg.YAML()
 	if err != nil {
-		return st, err
+		return err
 	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, y, 0o644); err != nil {
-		return st, err
+		return err
 	}
 	st.prom, err = StartProcess("prometheus", o.PrometheusBin, []string{
 		"--config.file=" + cfgPath,
@@ -225,14 +264,13 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 		"--web.enable-lifecycle",
 	}, dir, filepath.Join(dir, "prometheus.log"), "http://"+addr)
 	if err != nil {
-		return st, err
+		return err
 	}
 	if err := st.prom.WaitReady(readyCtx, st.prom.URL+"/-/ready"); err != nil {
-		return st, err
+		return err
 	}
 	st.PrometheusURL = st.prom.URL
-	o.Logger.Info("stack started", "prometheus", st.PrometheusURL, "alertmanager", st.AlertmanagerURL, "exporters", st.ExporterURLs)
-	return st, nil
+	return nil
 }
 
 // listenAddr returns addr, or a free loopback address when empty.
