@@ -599,6 +599,26 @@ func (x *metricIn) stream(attrs []*commonpb.KeyValue, start uint64) *stream {
 	return st
 }
 
+// histStream is a cumulative histogram point's stream, ready to take a
+// state of cost buckets; nil when the point must not be applied: over the
+// stream limit or the bucket budget (counted as drops), or late, a count
+// below one already seen for the same start time (counted as bad).
+func (x *metricIn) histStream(attrs []*commonpb.KeyValue, start, count uint64, cost int) *stream {
+	st := x.stream(attrs, start)
+	if st == nil {
+		return nil
+	}
+	if st.used && count < st.count {
+		x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", count, st.count))
+		return nil
+	}
+	if !x.rc.charge(st, cost) {
+		x.sinkErr(x.rc.dropStream())
+		return nil
+	}
+	return st
+}
+
 func cumulative(t metricpb.AggregationTemporality) bool {
 	return t != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
 }
@@ -710,16 +730,8 @@ func (x *metricIn) histogramPoint(dp *metricpb.HistogramDataPoint, cum bool) {
 	tags, _ := tagsOf(dp.GetAttributes())
 	dc, dsum := slices.Clone(counts), dp.GetSum()
 	if cum {
-		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), len(counts)+len(bounds))
 		if st == nil {
-			return
-		}
-		if st.used && dp.GetCount() < st.count {
-			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
-			return
-		}
-		if !x.rc.charge(st, len(counts)+len(bounds)) {
-			x.sinkErr(x.rc.dropStream())
 			return
 		}
 		if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
@@ -760,16 +772,9 @@ func (x *metricIn) exponentialPoint(dp *metricpb.ExponentialHistogramDataPoint, 
 	dzero, dsum := dp.GetZeroCount(), dp.GetSum()
 	delta := cur
 	if cum {
-		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		// A map entry costs about two slice elements.
+		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), 2*len(cur))
 		if st == nil {
-			return
-		}
-		if st.used && dp.GetCount() < st.count {
-			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", dp.GetCount(), st.count))
-			return
-		}
-		if !x.rc.charge(st, 2*len(cur)) { // a map entry costs about two slice elements
-			x.sinkErr(x.rc.dropStream())
 			return
 		}
 		if st.used && dp.GetScale() == st.scale && st.exp != nil {
