@@ -272,10 +272,15 @@ func (st *store) seriesFor(name string, buf []byte, tags map[string]string, pin 
 		if f, err = st.lookup(name); err != nil {
 			return nil, nil, buf, false, err
 		}
-		if tags, fixed, err = st.checkTags(f, tags); err != nil {
-			return f, nil, buf, false, err
+		// A series found by its key was vetted when it was created: the
+		// tags that give its key bytes are the same valid strings.
+		if s, buf = st.find(f, buf, tags); s == nil {
+			if tags, fixed, err = st.checkTags(f, tags); err != nil {
+				return f, nil, buf, false, err
+			}
+			s, buf, err = st.get(f, buf, tags)
 		}
-		if s, buf, err = st.get(f, buf, tags); !errors.Is(err, errFamilyGone) {
+		if !errors.Is(err, errFamilyGone) {
 			if pin && s != nil && !s.run.pinned.Load() {
 				s.run.pinned.Store(true)
 			}
@@ -446,10 +451,9 @@ func (f *family) key(buf []byte, tags map[string]string) []byte {
 	return buf
 }
 
-// get returns the series for tags, creating it unless the store is full
-// (an error wrapping otlp.ErrDropped, counted) or f has expired
-// (errFamilyGone). Tags must have passed checkTags.
-func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []byte, error) {
+// find returns the existing series for tags, stamping its run as seen,
+// or nil; buf holds the key either way.
+func (st *store) find(f *family, buf []byte, tags map[string]string) (*series, []byte) {
 	buf = f.key(buf, tags)
 	f.mu.RLock()
 	s := f.series[string(buf)]
@@ -458,6 +462,16 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 		if c := st.clock.Load(); c > s.run.last.Load() {
 			s.run.last.Store(c)
 		}
+	}
+	return s, buf
+}
+
+// get returns the series for tags, creating it unless the store is full
+// (an error wrapping otlp.ErrDropped, counted) or f has expired
+// (errFamilyGone). Tags must have passed checkTags.
+func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []byte, error) {
+	s, buf := st.find(f, buf, tags)
+	if s != nil {
 		return s, buf, nil
 	}
 	f.mu.Lock()
