@@ -7,6 +7,10 @@
 #   docker run --rm -p 19466:19466 envelope-exporter
 #
 # VERSION and REVISION end up in envelope_exporter_build_info and --version.
+# TAGS chooses the binary (docs/builds.md): by default the serve-only build
+# without the CloudWatch collector, the smallest, for sidecars and OTLP
+# receivers; TAGS=serveonly adds CloudWatch polling (the central ECS
+# exporter); TAGS= builds every command.
 
 FROM golang:1.26 AS build
 WORKDIR /src
@@ -16,7 +20,8 @@ RUN go mod download
 COPY . .
 ARG VERSION=0.1.0-dev
 ARG REVISION=unknown
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath \
+ARG TAGS=serveonly,nocloudwatch
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -tags "${TAGS}" \
       -ldflags "-s -w \
         -X github.com/prometheus/common/version.Version=${VERSION} \
         -X github.com/prometheus/common/version.Revision=${REVISION} \

@@ -769,6 +769,9 @@ func TestDockerfile(t *testing.T) {
 		`ENTRYPOINT ["/bin/exporter"]`,
 		`CMD ["serve"]`,
 		"./cmd/exporter",
+		// The image's binary is the smallest build by default.
+		`ARG TAGS=serveonly,nocloudwatch`,
+		`-tags "${TAGS}"`,
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)

@@ -1,9 +1,10 @@
+//go:build !serveonly
+
 package main
 
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,18 +20,6 @@ func demoRuns(n int) []string {
 		files = append(files, filepath.Join("..", "..", "internal", "demo", "runs", "run-"+string(rune('0'+i))+".json"))
 	}
 	return files
-}
-
-// captureRun runs the CLI with stdout and stderr captured.
-func captureRun(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var o, e bytes.Buffer
-	return runCLI(args, &o, &e), o.String(), e.String()
-}
-
-// runCLI runs one invocation on a fresh app, as main does.
-func runCLI(args []string, stdout, stderr io.Writer) int {
-	return run(newApp(stdout, stderr), args, stderr)
 }
 
 func TestBaselineCommand(t *testing.T) {

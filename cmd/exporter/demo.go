@@ -1,3 +1,5 @@
+//go:build !serveonly
+
 package main
 
 import (
@@ -6,9 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/exporter"
 )
 
 // A demoStep is one part of `exporter demo`. Each writes into the output
@@ -70,4 +77,33 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 		}
 		return nil
 	}))
+}
+
+// demoServe serves both demo envelopes and the simulated runs until
+// interrupted, unless --no-serve.
+func demoServe(ctx context.Context, d *demoEnv) error {
+	if !d.Serve {
+		return nil
+	}
+	env, err := demo.Envelope()
+	if err != nil {
+		return err
+	}
+	second, err := demo.SecondEnvelope()
+	if err != nil {
+		return err
+	}
+	srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
+		Logger: d.logger(), ListenAddresses: []string{d.Addr}})
+	if err != nil {
+		return err
+	}
+	// Point files the demo wrote (simulated runs), when there are any.
+	files, _ := filepath.Glob(filepath.Join(d.Dir, "*.ndjson*"))
+	host := d.Addr
+	if strings.HasPrefix(host, ":") {
+		host = "localhost" + host
+	}
+	d.printf("serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
+	return d.serve(ctx, srv, serveInputs{results: files})
 }

@@ -50,11 +50,8 @@ func (o *output) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// print, printf and println write to stdout; the action fails if a write
-// did.
-func (c *cli) print(a ...any)                 { _, _ = fmt.Fprint(c.stdout, a...) }
+// printf writes to stdout; the action fails if a write did.
 func (c *cli) printf(format string, a ...any) { _, _ = fmt.Fprintf(c.stdout, format, a...) }
-func (c *cli) println(a ...any)               { _, _ = fmt.Fprintln(c.stdout, a...) }
 
 // action is a command's action that ends with exit code 2 when the
 // command's output could not be written.
@@ -104,21 +101,7 @@ func newApp(stdout, stderr io.Writer) *kingpin.Application {
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
 	promslogflag.AddFlags(app, c.logConfig)
-	// Commands in the order help lists them.
-	for _, add := range []func(*kingpin.Application){
-		c.serveCommand,
-		c.backtestCommand,
-		c.baselineCommand,
-		c.compareCommand,
-		c.dashboardsCommand,
-		c.demoCommand,
-		c.ecsCommand,
-		c.reportCommand,
-		c.rulesCommand,
-		c.simulateCommand,
-		c.stackCommand,
-		c.summarizeCommand,
-	} {
+	for _, add := range c.commands() {
 		add(app)
 	}
 	return app
@@ -165,6 +148,10 @@ func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 		// Nothing is left to report a failed write of an error to.
 		_, _ = fmt.Fprintln(stderr, "exporter: error: a command is required")
 		_ = app.UsageForContext(ctx)
+		return codeError
+	}
+	if err := leftOut(app, args); err != nil {
+		_, _ = fmt.Fprintf(stderr, "exporter: %v\n", err)
 		return codeError
 	}
 	_, err := app.Parse(args)

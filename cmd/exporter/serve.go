@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/otelpush"
@@ -121,35 +119,6 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		defer stop()
 		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
 	}))
-}
-
-// demoServe serves both demo envelopes and the simulated runs until
-// interrupted, unless --no-serve.
-func demoServe(ctx context.Context, d *demoEnv) error {
-	if !d.Serve {
-		return nil
-	}
-	env, err := demo.Envelope()
-	if err != nil {
-		return err
-	}
-	second, err := demo.SecondEnvelope()
-	if err != nil {
-		return err
-	}
-	srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
-		Logger: d.logger(), ListenAddresses: []string{d.Addr}})
-	if err != nil {
-		return err
-	}
-	// Point files the demo wrote (simulated runs), when there are any.
-	files, _ := filepath.Glob(filepath.Join(d.Dir, "*.ndjson*"))
-	host := d.Addr
-	if strings.HasPrefix(host, ":") {
-		host = "localhost" + host
-	}
-	d.printf("serving the demo envelopes %s and %s on http://%s/metrics (Ctrl-C to stop)\n", env.Name, second.Name, host)
-	return d.serve(ctx, srv, serveInputs{results: files})
 }
 
 type serveInputs struct {

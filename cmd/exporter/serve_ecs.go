@@ -1,27 +1,24 @@
 package main
 
 import (
-	"context"
-
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/envelope-dev/envelope/internal/cloudwatch"
 	"github.com/envelope-dev/envelope/internal/ecs"
 )
 
-// serveCollectorFlags adds the ECS task metadata (--ecs.*) and CloudWatch
-// (--cloudwatch.*) flags to `exporter serve` and returns the makers of the
-// collectors they configure. Both are off unless configured; inside an
-// ECS task ECS_CONTAINER_METADATA_URI_V4 turns the first on.
+// serveCollectorFlags adds the ECS task metadata (--ecs.*) and, in builds
+// that have it, CloudWatch (--cloudwatch.*) flags to `exporter serve` and
+// returns the makers of the collectors they configure. Both are off
+// unless configured; inside an ECS task ECS_CONTAINER_METADATA_URI_V4
+// turns the first on.
 func (c *cli) serveCollectorFlags(cmd *kingpin.CmdClause) []func() (prometheus.Collector, error) {
 	ecsFlags := ecs.AddFlags(cmd)
-	cwConfig := cloudwatch.AddFlags(cmd)
-	return []func() (prometheus.Collector, error){
+	makers := []func() (prometheus.Collector, error){
 		func() (prometheus.Collector, error) { return ecsFlags.Collector(c.logger()) },
-		// The poller lives as long as the process.
-		func() (prometheus.Collector, error) {
-			return cloudwatch.Start(context.Background(), cwConfig, c.logger())
-		},
 	}
+	if mk := c.cloudwatchFlags(cmd); mk != nil {
+		makers = append(makers, mk)
+	}
+	return makers
 }

@@ -46,7 +46,8 @@ func readTaskDef(t *testing.T, name string) taskDef {
 
 // The task definitions' exporter commands use only flags that exist, the
 // sidecar listens on the default port and fits the task, and only the
-// central exporter polls CloudWatch (once, not once per task).
+// central exporter polls CloudWatch (once, not once per task), from the
+// image that has the CloudWatch collector.
 func TestTaskDefinitions(t *testing.T) {
 	for _, tt := range []struct {
 		file       string
@@ -68,6 +69,11 @@ func TestTaskDefinitions(t *testing.T) {
 					continue
 				}
 				found = true
+				// The default image links no AWS SDK (-tags nocloudwatch);
+				// the poller runs the one built with TAGS=serveonly.
+				if strings.HasSuffix(c.Image, "-cloudwatch") != tt.cloudwatch {
+					t.Errorf("%s: image %s; a CloudWatch poller needs the image built with TAGS=serveonly (tag suffix -cloudwatch), a sidecar the default one", c.Name, c.Image)
+				}
 				if c.Essential != tt.essential {
 					t.Errorf("%s: essential = %v, want %v", c.Name, c.Essential, tt.essential)
 				}

@@ -1,0 +1,27 @@
+//go:build nocloudwatch
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A build without the CloudWatch collector refuses its flags with why,
+// rather than kingpin's "unknown long flag".
+func TestNoCloudWatchFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--cloudwatch.cluster=perf"},
+		{"serve", "--web.listen-address=:0", "--cloudwatch.region", "us-east-1"},
+	} {
+		code, _, se := captureRun(t, args...)
+		if code != codeError || !strings.Contains(se, "this binary has no CloudWatch collector (built with -tags nocloudwatch") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, se)
+		}
+	}
+	// After "--" an argument is not a flag.
+	code, _, se := captureRun(t, "summarize", "--", "--cloudwatch.cluster")
+	if strings.Contains(se, "CloudWatch") || code != codeError {
+		t.Errorf("summarize -- --cloudwatch.cluster: exit %d, stderr %q", code, se)
+	}
+}
