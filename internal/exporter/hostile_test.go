@@ -182,7 +182,7 @@ func TestHostileInvalidUTF8(t *testing.T) {
 	// tag value is repaired, the metric name refused.
 	taken, rejected, msg := s.otlp.Consume(exportReq(nil,
 		sumMetric("k6_http_reqs", delta, dbl(2, 1, strAttr("name", "otlp\xc3"))),
-		sumMetric("k6_bad\xffname", delta, dbl(2, 1))))
+		sumMetric("k6_bad\xffname", delta, dbl(2, 1))).GetResourceMetrics())
 	if taken != 1 || rejected != 1 || !strings.Contains(msg, "UTF-8") {
 		t.Errorf("taken %d, rejected %d (%q); want 1, 1 naming UTF-8", taken, rejected, msg)
 	}

@@ -17,8 +17,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 )
 
 // ExpireRuns removes the runs whose last point arrived more than
@@ -104,9 +102,9 @@ func readWebConfig(path string) (*web.Config, error) {
 	return c, nil
 }
 
-// grpcCreds are the gRPC server options for the web config's TLS
-// settings (none without TLS).
-func grpcCreds(path string) ([]grpc.ServerOption, error) {
+// grpcTLS is the gRPC receiver's TLS configuration from the web
+// config's TLS settings (nil without TLS).
+func grpcTLS(path string) (*tls.Config, error) {
 	c, err := readWebConfig(path)
 	if err != nil || c == nil || !c.TLSConfig.IsEnabled() {
 		return nil, err
@@ -115,8 +113,7 @@ func grpcCreds(path string) ([]grpc.ServerOption, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web config %s: TLS for the OTLP gRPC receiver: %w", path, err)
 	}
-	tc.NextProtos = []string{"h2"}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(tc))}, nil
+	return tc, nil
 }
 
 // grpcAuth checks gRPC authorization headers against the web config's

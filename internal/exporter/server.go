@@ -31,6 +31,7 @@ package exporter
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +52,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
-	"google.golang.org/grpc"
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -457,7 +457,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.OTLPGRPCAddress != "" {
 		// Built first: a web config the gRPC receiver cannot honour
 		// stops the start.
-		creds, err := grpcCreds(s.cfg.WebConfigFile)
+		tc, err := grpcTLS(s.cfg.WebConfigFile)
 		if err != nil {
 			return err
 		}
@@ -468,7 +468,7 @@ func (s *Server) Run(ctx context.Context) error {
 		gctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		// serveGRPC logs an early stop and turns /-/ready to 503.
-		go func() { _ = s.serveGRPC(gctx, l, creds) }()
+		go func() { _ = s.serveGRPC(gctx, l, tc) }()
 	}
 	return s.serve(ctx, srv, func() error { return web.ListenAndServe(srv, flags, s.log) })
 }
@@ -482,23 +482,34 @@ func (s *Server) httpServer() *http.Server {
 // gracefully. It applies the web config's TLS and basic auth. An error
 // that stops it early is logged and makes /-/ready fail.
 func (s *Server) ServeGRPC(ctx context.Context, l net.Listener) error {
-	creds, err := grpcCreds(s.cfg.WebConfigFile)
+	tc, err := grpcTLS(s.cfg.WebConfigFile)
 	if err != nil {
 		_ = l.Close() // never served; the config error is the one to report
 		return err
 	}
-	return s.serveGRPC(ctx, l, creds)
+	return s.serveGRPC(ctx, l, tc)
 }
 
-func (s *Server) serveGRPC(ctx context.Context, l net.Listener, creds []grpc.ServerOption) error {
-	gs := s.otlp.GRPCServer(creds...)
-	s.log.Info("OTLP gRPC receiver listening", "address", l.Addr().String(), "tls", len(creds) > 0)
-	go func() {
-		<-ctx.Done()
-		gs.GracefulStop()
-	}()
-	err := gs.Serve(l)
-	if err != nil && ctx.Err() == nil {
+func (s *Server) serveGRPC(ctx context.Context, l net.Listener, tc *tls.Config) error {
+	gs := s.otlp.GRPCServer(tc)
+	gs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)
+	s.log.Info("OTLP gRPC receiver listening", "address", l.Addr().String(), "tls", tc != nil)
+	stopped := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = gs.Shutdown(sctx) // past the grace period connections are cut
+	})
+	defer stopped()
+	var err error
+	if tc != nil {
+		err = gs.ServeTLS(l, "", "")
+	} else {
+		err = gs.Serve(l)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	if ctx.Err() == nil {
 		s.log.Error("OTLP gRPC receiver stopped", "err", err)
 		s.grpcErr.Store(&err)
 	}

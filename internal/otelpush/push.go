@@ -1,6 +1,7 @@
 // Package otelpush pushes the exporter's k6 and envelope series to an
-// OpenTelemetry collector over OTLP/HTTP with the OTel Go SDK, for
-// pipelines that are OTLP end to end.
+// OpenTelemetry collector over OTLP/HTTP with the OTel Go SDK (its
+// periodic reader and producer interface, and a small exporter of its
+// own, client.go), for pipelines that are OTLP end to end.
 //
 // The series are read from a Prometheus gatherer at each push and
 // translated without re-aggregation: counters become cumulative monotonic
@@ -22,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -174,16 +174,7 @@ func Run(ctx context.Context, g prometheus.Gatherer, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	var eo []otlpmetrichttp.Option
-	if strings.Contains(opts.Endpoint, "://") {
-		eo = append(eo, otlpmetrichttp.WithEndpointURL(opts.Endpoint))
-	} else {
-		eo = append(eo, otlpmetrichttp.WithEndpoint(opts.Endpoint))
-		if opts.Insecure {
-			eo = append(eo, otlpmetrichttp.WithInsecure())
-		}
-	}
-	exp, err := otlpmetrichttp.New(ctx, eo...)
+	exp, err := newClient(opts.Endpoint, opts.Insecure)
 	if err != nil {
 		return fmt.Errorf("otlp push: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -40,10 +41,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/envelope-dev/envelope/internal/k6"
@@ -136,7 +137,7 @@ type Options struct {
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
-	// MaxWireBytes bounds the bytes of OTLP/HTTP bodies being received,
+	// MaxWireBytes bounds the bytes of OTLP bodies (HTTP and gRPC) being received,
 	// over all requests, charged as they arrive: a client sending slowly
 	// holds only what it has sent, so slow clients cannot take the
 	// decoding slots from others. Past it a request gets 503 with
@@ -319,7 +320,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.fail(w, status, outcome, err)
 		return
 	}
-	req := &colmetricpb.ExportMetricsServiceRequest{}
+	// MetricsData is ExportMetricsServiceRequest's twin: the same one
+	// field (resource_metrics = 1), so the same bytes and JSON decode.
+	req := &metricpb.MetricsData{}
 	if isJSON {
 		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, req)
 	} else {
@@ -329,20 +332,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.fail(w, http.StatusBadRequest, OutcomeBadRequest, fmt.Errorf("decoding OTLP %s body: %w", ct, err))
 		return
 	}
-	taken, rejected, msg := rc.Consume(req)
-	resp := &colmetricpb.ExportMetricsServiceResponse{}
-	outcome := OutcomeOK
-	if rejected > 0 {
-		outcome = OutcomePartial
-		resp.PartialSuccess = &colmetricpb.ExportMetricsPartialSuccess{RejectedDataPoints: int64(rejected), ErrorMessage: msg}
-	}
-	rc.opts.OnRequest(outcome, taken, nil)
+	rejected, msg := rc.export(req.GetResourceMetrics())
 	var out []byte
 	if isJSON {
-		out, _ = protojson.Marshal(resp)
+		out = exportResponseJSON(rejected, msg)
 		w.Header().Set("Content-Type", "application/json")
 	} else {
-		out, _ = proto.Marshal(resp)
+		out = exportResponse(rejected, msg)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}
 	w.WriteHeader(http.StatusOK)
@@ -363,7 +359,15 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte,
 	default:
 		return nil, 0, http.StatusUnsupportedMediaType, fmt.Errorf("content encoding %q: want gzip or none", r.Header.Get("Content-Encoding"))
 	}
-	src := http.MaxBytesReader(w, r.Body, rc.opts.MaxBody)
+	return rc.readBody(w, r, rc.opts.MaxBody)
+}
+
+// readBody reads r's body up to limit bytes, charging each chunk to the
+// wire budget as it arrives; held is what it charged. The status says
+// why it failed: 413 past limit, 503 past the wire budget, 400 a broken
+// read.
+func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (raw []byte, held int64, status int, err error) {
+	src := http.MaxBytesReader(w, r.Body, limit)
 	var buf bytes.Buffer
 	chunk := make([]byte, 32<<10)
 	for {
@@ -383,7 +387,7 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte,
 		case rerr == io.EOF:
 			return buf.Bytes(), held, 0, nil
 		case errors.As(rerr, &mbe):
-			return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
+			return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", limit)
 		case rerr != nil:
 			return nil, held, http.StatusBadRequest, fmt.Errorf("reading body: %w", rerr)
 		}
@@ -416,14 +420,61 @@ func (rc *Receiver) fail(w http.ResponseWriter, status int, outcome string, err 
 	http.Error(w, err.Error(), status)
 }
 
-// Consume applies one export request; it returns the data points taken,
-// those rejected and a message about the first rejection.
-func (rc *Receiver) Consume(req *colmetricpb.ExportMetricsServiceRequest) (taken, rejected int, msg string) {
+// export consumes one export request's resource metrics and reports its
+// outcome; it returns what the reply's partial_success carries.
+func (rc *Receiver) export(rms []*metricpb.ResourceMetrics) (rejected int, msg string) {
+	taken, rejected, msg := rc.Consume(rms)
+	outcome := OutcomeOK
+	if rejected > 0 {
+		outcome = OutcomePartial
+	}
+	rc.opts.OnRequest(outcome, taken, nil)
+	return rejected, msg
+}
+
+// exportResponse is the protobuf ExportMetricsServiceResponse: empty
+// when every point was taken, else partial_success (1) holding
+// rejected_data_points (1) and error_message (2).
+func exportResponse(rejected int, msg string) []byte {
+	if rejected == 0 {
+		return nil
+	}
+	ps := protowire.AppendTag(nil, 1, protowire.VarintType)
+	ps = protowire.AppendVarint(ps, uint64(rejected))
+	if msg != "" {
+		ps = protowire.AppendTag(ps, 2, protowire.BytesType)
+		ps = protowire.AppendString(ps, msg)
+	}
+	out := protowire.AppendTag(nil, 1, protowire.BytesType)
+	return protowire.AppendBytes(out, ps)
+}
+
+// exportResponseJSON is the same response in OTLP/JSON (protojson's
+// names; int64 as a string).
+func exportResponseJSON(rejected int, msg string) []byte {
+	type partial struct {
+		Rejected int64  `json:"rejectedDataPoints,string"`
+		Message  string `json:"errorMessage,omitempty"`
+	}
+	var resp struct {
+		Partial *partial `json:"partialSuccess,omitempty"`
+	}
+	if rejected > 0 {
+		resp.Partial = &partial{Rejected: int64(rejected), Message: msg}
+	}
+	out, _ := json.Marshal(resp) // a struct of strings and numbers cannot fail
+	return out
+}
+
+// Consume applies one export request's resource metrics; it returns the
+// data points taken, those rejected and a message about the first
+// rejection.
+func (rc *Receiver) Consume(rms []*metricpb.ResourceMetrics) (taken, rejected int, msg string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.clock = rc.now().UnixNano()
 	c := &consumer{rc: rc}
-	for _, rm := range req.GetResourceMetrics() {
+	for _, rm := range rms {
 		resKey := attrKey(rm.GetResource().GetAttributes())
 		for _, sm := range rm.GetScopeMetrics() {
 			for _, m := range sm.GetMetrics() {

@@ -294,9 +294,9 @@ func TestGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := rc.GRPCServer()
-	go func() { _ = gs.Serve(l) }() // returns when Stop runs; a failed start fails the exports below
-	defer gs.Stop()
+	gs := rc.GRPCServer(nil)
+	go func() { _ = gs.Serve(l) }() // returns when Close runs; a failed start fails the exports below
+	defer gs.Close() //nolint:errcheck // test cleanup
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestStreamBucketBudget(t *testing.T) {
 		req := &colmetricpb.ExportMetricsServiceRequest{ResourceMetrics: []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{{
 			Name: "k6_http_req_duration", Unit: "ms", Data: &metricpb.Metric_ExponentialHistogram{ExponentialHistogram: &metricpb.ExponentialHistogram{
 				AggregationTemporality: metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE, DataPoints: dps}}}}}}}}}
-		_, r, _ := rc.Consume(req)
+		_, r, _ := rc.Consume(req.GetResourceMetrics())
 		rejected += r
 	}
 	perStream := 2 * len(counts)
