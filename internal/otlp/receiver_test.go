@@ -296,7 +296,7 @@ func TestGRPC(t *testing.T) {
 	}
 	gs := rc.GRPCServer(nil)
 	go func() { _ = gs.Serve(l) }() // returns when Close runs; a failed start fails the exports below
-	defer gs.Close() //nolint:errcheck // test cleanup
+	defer gs.Close()                //nolint:errcheck // test cleanup
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
