@@ -137,11 +137,11 @@ type Options struct {
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
-	// MaxWireBytes bounds the bytes of OTLP bodies (HTTP and gRPC) being received,
-	// over all requests, charged as they arrive: a client sending slowly
-	// holds only what it has sent, so slow clients cannot take the
-	// decoding slots from others. Past it a request gets 503 with
-	// Retry-After. 0 = no limit.
+	// MaxWireBytes bounds the bytes of OTLP bodies (HTTP and gRPC) being
+	// received, over all requests, charged as they arrive: a client
+	// sending slowly holds only what it has sent, so slow clients cannot
+	// take the decoding slots from others. Past it a request gets 503
+	// with Retry-After (a gRPC call UNAVAILABLE). 0 = no limit.
 	MaxWireBytes int64
 	// GRPCAuth, when set, checks each gRPC call's authorization header
 	// (as HTTP basic auth) before its message is read.
