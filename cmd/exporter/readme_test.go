@@ -216,3 +216,26 @@ func readmeServe(t *testing.T, args []string) {
 		t.Fatal("serve did not stop on SIGINT")
 	}
 }
+
+// The README's "How data flows" table names every package folder, so a
+// reader finds each from the folder names alone.
+func TestReadmeFolders(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## How data flows\n")
+	if !ok {
+		t.Fatal("README has no \"How data flows\" section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	dirs, err := os.ReadDir(filepath.Join("..", "..", "internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && !strings.Contains(sec, "`internal/"+d.Name()+"/`") {
+			t.Errorf("the README's \"How data flows\" table does not name internal/%s/", d.Name())
+		}
+	}
+}

@@ -664,6 +664,12 @@ func scanNDJSON(line []byte, out *rawLine) error {
 	if s.i != len(s.b) {
 		return errTrailing
 	}
+	return finishLine(out, typ, data, seenMetric, parsed, s.noEsc)
+}
+
+// finishLine checks a cut line has what its type needs and reads a
+// Point's data when the keys came in an order that left it unread.
+func finishLine(out *rawLine, typ, data []byte, seenMetric, parsed, noEsc bool) error {
 	switch string(typ) {
 	case "Point":
 		out.kind = kindPoint
@@ -688,7 +694,7 @@ func scanNDJSON(line []byte, out *rawLine) error {
 	if parsed {
 		return nil
 	}
-	n, err := scanPointData(data, out, s.noEsc)
+	n, err := scanPointData(data, out, noEsc)
 	if err == nil && n != len(data) {
 		err = errf("data", "unexpected data after the object")
 	}
