@@ -180,84 +180,10 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	g.Horizontal.Color = t.Grid
 	p.Add(g)
 	n := len(c.Categories)
-
-	// Bands first, so the data sits on top.
-	for i, b := range c.Bands {
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: -0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: -0.5, Y: b.High}})
-		if err != nil {
+	for _, add := range []func(*plot.Plot, Theme) error{c.addBands, c.addBars, c.addLines, c.addRanges} {
+		if err := add(p, t); err != nil {
 			return nil, err
 		}
-		poly.Color = t.BandFill[i%len(t.BandFill)]
-		poly.LineStyle = draw.LineStyle{Color: t.BandLine[i%len(t.BandLine)], Width: vg.Points(0.75),
-			Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
-		p.Add(poly)
-		if b.Name != "" {
-			p.Legend.Add(b.Name, poly)
-		}
-	}
-
-	w := vg.Points(min(40, 300/float64(max(1, n*max(1, len(c.Bars))))))
-	for i, s := range c.Bars {
-		bc, err := plotter.NewBarChart(plotter.Values(s.Values), w)
-		if err != nil {
-			return nil, err
-		}
-		bc.Color = t.Palette[i%len(t.Palette)]
-		bc.LineStyle.Width = 0
-		bc.Offset = vg.Length(float64(i)-float64(len(c.Bars)-1)/2) * w
-		p.Add(bc)
-		p.Legend.Add(s.Name, bc)
-	}
-	for i, s := range c.Lines {
-		xys := make(plotter.XYs, n)
-		for j, v := range s.Values {
-			xys[j] = plotter.XY{X: float64(j), Y: v}
-		}
-		l, sc, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return nil, err
-		}
-		col := t.Palette[i%len(t.Palette)]
-		l.Color, sc.Color = col, col
-		l.Width = vg.Points(1.5)
-		sc.Shape = draw.CircleGlyph{}
-		p.Add(l, sc)
-		p.Legend.Add(s.Name, l, sc)
-	}
-	spread := 0.6 / float64(max(1, len(c.Ranges)))
-	for i, r := range c.Ranges {
-		off := (float64(i) - float64(len(c.Ranges)-1)/2) * spread
-		d := rangeData{}
-		for j, v := range r.Values {
-			lo, hi := v, v
-			if r.Low != nil {
-				lo = r.Low[j]
-			}
-			if r.High != nil {
-				hi = r.High[j]
-			}
-			d = append(d, rangePoint{x: float64(j) + off, y: v, lo: lo, hi: hi})
-		}
-		col := t.Palette[i%len(t.Palette)]
-		sc, err := plotter.NewScatter(d)
-		if err != nil {
-			return nil, err
-		}
-		sc.Color = col
-		sc.Shape = draw.CircleGlyph{}
-		sc.Radius = vg.Points(3)
-		p.Add(sc)
-		if r.Low != nil || r.High != nil {
-			eb, err := plotter.NewYErrorBars(d)
-			if err != nil {
-				return nil, err
-			}
-			eb.Color = col
-			eb.Width = vg.Points(1.5)
-			eb.CapWidth = vg.Points(6)
-			p.Add(eb)
-		}
-		p.Legend.Add(r.Name, sc)
 	}
 	if len(c.Boxes) > 0 {
 		p.Add(&boxes{items: c.Boxes, line: t.Foreground, fill: t.BandFill[0], median: t.Palette[0]})
@@ -283,6 +209,105 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	}
 	p.Legend.Top = true
 	return p, nil
+}
+
+// addBands draws the bands; Plot adds them first, so the data sits on top.
+func (c Chart) addBands(p *plot.Plot, t Theme) error {
+	n := len(c.Categories)
+	for i, b := range c.Bands {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: -0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: -0.5, Y: b.High}})
+		if err != nil {
+			return err
+		}
+		poly.Color = t.BandFill[i%len(t.BandFill)]
+		poly.LineStyle = draw.LineStyle{Color: t.BandLine[i%len(t.BandLine)], Width: vg.Points(0.75),
+			Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
+		p.Add(poly)
+		if b.Name != "" {
+			p.Legend.Add(b.Name, poly)
+		}
+	}
+	return nil
+}
+
+// addBars draws the bar series side by side in each category.
+func (c Chart) addBars(p *plot.Plot, t Theme) error {
+	n := len(c.Categories)
+	w := vg.Points(min(40, 300/float64(max(1, n*max(1, len(c.Bars))))))
+	for i, s := range c.Bars {
+		bc, err := plotter.NewBarChart(plotter.Values(s.Values), w)
+		if err != nil {
+			return err
+		}
+		bc.Color = t.Palette[i%len(t.Palette)]
+		bc.LineStyle.Width = 0
+		bc.Offset = vg.Length(float64(i)-float64(len(c.Bars)-1)/2) * w
+		p.Add(bc)
+		p.Legend.Add(s.Name, bc)
+	}
+	return nil
+}
+
+// addLines draws the line series with their points.
+func (c Chart) addLines(p *plot.Plot, t Theme) error {
+	n := len(c.Categories)
+	for i, s := range c.Lines {
+		xys := make(plotter.XYs, n)
+		for j, v := range s.Values {
+			xys[j] = plotter.XY{X: float64(j), Y: v}
+		}
+		l, sc, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return err
+		}
+		col := t.Palette[i%len(t.Palette)]
+		l.Color, sc.Color = col, col
+		l.Width = vg.Points(1.5)
+		sc.Shape = draw.CircleGlyph{}
+		p.Add(l, sc)
+		p.Legend.Add(s.Name, l, sc)
+	}
+	return nil
+}
+
+// addRanges draws each range series: its values with their low–high bars, spread apart within a category.
+func (c Chart) addRanges(p *plot.Plot, t Theme) error {
+	spread := 0.6 / float64(max(1, len(c.Ranges)))
+	for i, r := range c.Ranges {
+		off := (float64(i) - float64(len(c.Ranges)-1)/2) * spread
+		d := rangeData{}
+		for j, v := range r.Values {
+			lo, hi := v, v
+			if r.Low != nil {
+				lo = r.Low[j]
+			}
+			if r.High != nil {
+				hi = r.High[j]
+			}
+			d = append(d, rangePoint{x: float64(j) + off, y: v, lo: lo, hi: hi})
+		}
+		col := t.Palette[i%len(t.Palette)]
+		sc, err := plotter.NewScatter(d)
+		if err != nil {
+			return err
+		}
+		sc.Color = col
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(3)
+		p.Add(sc)
+		if r.Low != nil || r.High != nil {
+			eb, err := plotter.NewYErrorBars(d)
+			if err != nil {
+				return err
+			}
+			eb.Color = col
+			eb.Width = vg.Points(1.5)
+			eb.CapWidth = vg.Points(6)
+			p.Add(eb)
+		}
+		p.Legend.Add(r.Name, sc)
+	}
+	return nil
 }
 
 // Render writes c as a PNG in theme t.

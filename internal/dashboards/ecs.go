@@ -12,23 +12,31 @@ import (
 // ecs: the service under test on ECS. Task-level series carry only the
 // scrape target's labels, so the task is the instance.
 func ecs(b *board, o Options) {
-	taskCPU := fmt.Sprintf("sum by (instance) (rate(%s[$__rate_interval])) / on (instance) sum by (instance) (%s)",
-		c.ECSContainerCPUUsage.Name, c.ECSTaskCPULimit.Name)
-	taskMem := fmt.Sprintf("sum by (instance) (%s) / on (instance) sum by (instance) (%s)",
-		c.ECSContainerMemoryWorkingSet.Name, c.ECSTaskMemoryLimit.Name)
+	ecsTasks(b, o)
+	ecsService(b, o)
+	ecsSaturation(b, o)
+}
 
+// ecsTaskCPU and ecsTaskMem are each task's use of its limits.
+var ecsTaskCPU = fmt.Sprintf("sum by (instance) (rate(%s[$__rate_interval])) / on (instance) sum by (instance) (%s)",
+	c.ECSContainerCPUUsage.Name, c.ECSTaskCPULimit.Name)
+var ecsTaskMem = fmt.Sprintf("sum by (instance) (%s) / on (instance) sum by (instance) (%s)",
+	c.ECSContainerMemoryWorkingSet.Name, c.ECSTaskMemoryLimit.Name)
+
+// ecsTasks: the task metadata endpoint's series.
+func ecsTasks(b *board, o Options) {
 	b.row("Tasks (task metadata endpoint)")
 	cpu := b.timeseries(12, 8, panelSpec{
 		Title:   "Task CPU utilisation of the limit",
 		Desc:    "CPU seconds per second used by all containers of each task over the task's vCPU limit (on Fargate a hard cap: at 100% the task is throttled). Empty until the exporter runs as an ECS sidecar.",
 		Unit:    units.PercentUnit,
-		Targets: []target{{Expr: taskCPU, Legend: "{{instance}}"}},
+		Targets: []target{{Expr: ecsTaskCPU, Legend: "{{instance}}"}},
 	})
 	mem := b.timeseries(12, 8, panelSpec{
 		Title:   "Task memory utilisation of the limit",
 		Desc:    "Working set (usage minus inactive page cache, what the OOM killer weighs) of all containers of each task over the task's memory limit.",
 		Unit:    units.PercentUnit,
-		Targets: []target{{Expr: taskMem, Legend: "{{instance}}"}},
+		Targets: []target{{Expr: ecsTaskMem, Legend: "{{instance}}"}},
 	})
 	if e := o.Envelope; e != nil && e.ECS != nil {
 		cpu.Thresholds(thresholds("transparent", at(e.ECS.CPUUtilisation.Max, "orange"), at(0.9, "red"))).ThresholdsStyle(lineThresholds())
@@ -55,7 +63,10 @@ func ecs(b *board, o Options) {
 			{Expr: fmt.Sprintf("sum by (instance, container_name) (%s)", c.ECSContainerMemoryLimit.Name), Legend: "{{container_name}} limit"},
 		},
 	}).OverrideByRegexp(".* limit$", dashedLine())
+}
 
+// ecsService: CloudWatch's service series.
+func ecsService(b *board, o Options) {
 	b.row("Service (CloudWatch)")
 	b.timeseries(8, 8, panelSpec{
 		Title:   "Service CPU utilisation",
@@ -79,7 +90,10 @@ func ecs(b *board, o Options) {
 			{Expr: fmt.Sprintf("max by (service_name) (%s)", c.ECSServicePendingTasks.Name), Legend: "{{service_name}} pending"},
 		},
 	}).OverrideByRegexp(".* desired$", dashedLine())
+}
 
+// ecsSaturation: task use beside the request rate.
+func ecsSaturation(b *board, o Options) {
 	b.row("Saturation")
 	perReq := b.timeseries(8, 8, panelSpec{
 		Title: "CPU seconds per request",
@@ -97,7 +111,7 @@ func ecs(b *board, o Options) {
 		Unit:  units.RequestsPerSecond,
 		Targets: []target{
 			{Expr: rate(c.HTTPReqs, nil), Legend: "req/s"},
-			{Expr: fmt.Sprintf("max (%s)", taskCPU), Legend: "busiest task CPU"},
+			{Expr: fmt.Sprintf("max (%s)", ecsTaskCPU), Legend: "busiest task CPU"},
 		},
 	}).OverrideByName("busiest task CPU", []dashboard.DynamicConfigValue{
 		{Id: "unit", Value: units.PercentUnit},

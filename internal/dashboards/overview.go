@@ -12,10 +12,17 @@ import (
 
 var byTestID = []string{"testid"}
 
-// overview: the test against its envelope at a glance.
+// overview: the test against its envelope at a glance, one row after
+// another.
 func overview(b *board, o Options) {
-	reqs := catalogue.HTTPReqs
+	for _, row := range []func(*board, Options){overviewNow, overviewThroughput, overviewErrorsAndLoad, overviewLatency, overviewChecks, overviewAlerts} {
+		row(b, o)
+	}
+}
 
+// overviewNow: the headline stats.
+func overviewNow(b *board, o Options) {
+	reqs := catalogue.HTTPReqs
 	b.row("Now")
 	tp := b.stat(4, 4, "lastNotNull", panelSpec{
 		Title:   "Throughput",
@@ -60,7 +67,11 @@ func overview(b *board, o Options) {
 		Unit:    units.Short,
 		Targets: []target{{Expr: fmt.Sprintf("count (%s) or vector(0)", firingAlerts()), Legend: "firing"}},
 	}).Thresholds(thresholds("green", at(1.0, "red")))
+}
 
+// overviewThroughput: throughput against its band, and the iteration rate.
+func overviewThroughput(b *board, o Options) {
+	reqs := catalogue.HTTPReqs
 	b.row("Throughput")
 	tpLo, tpHi := throughputBand()
 	p := b.timeseries(12, 9, panelSpec{
@@ -84,7 +95,10 @@ func overview(b *board, o Options) {
 			{Expr: rate(catalogue.DroppedIterations, byTestID), Legend: "{{testid}} dropped"},
 		},
 	})
+}
 
+// overviewErrorsAndLoad: the error ratio, the VUs and the throughput CV.
+func overviewErrorsAndLoad(b *board, o Options) {
 	b.row("Errors and load")
 	er := b.timeseries(8, 8, panelSpec{
 		Title: "Error ratio",
@@ -116,7 +130,10 @@ func overview(b *board, o Options) {
 		},
 	})
 	fixedColor(cv, "CV bound", "red")
+}
 
+// overviewLatency: p50, p95 and p99 against their bands.
+func overviewLatency(b *board, o Options) {
 	b.row("Latency")
 	for _, q := range []struct {
 		q    float64
@@ -143,7 +160,10 @@ func overview(b *board, o Options) {
 			p.Thresholds(thresholds("transparent", at(q.max, "red"))).ThresholdsStyle(lineThresholds())
 		}
 	}
+}
 
+// overviewChecks: checks and data transfer.
+func overviewChecks(b *board, o Options) {
 	b.row("Checks and transfer")
 	checks := catalogue.Checks
 	b.table(12, 8, panelSpec{
@@ -175,7 +195,10 @@ func overview(b *board, o Options) {
 			{Expr: rate(catalogue.DataReceived, byTestID), Legend: "{{testid}} received"},
 		},
 	})
+}
 
+// overviewAlerts: firing alerts and the distance to the envelope.
+func overviewAlerts(b *board, o Options) {
 	b.row("Alerts")
 	b.table(12, 8, panelSpec{
 		Title:   "Firing envelope alerts",

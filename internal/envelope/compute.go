@@ -94,45 +94,67 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		Tolerance:  tol,
 		Endpoints:  map[string]Endpoint{},
 	}
-	var warn []string
-	w := func(format string, a ...any) { warn = append(warn, fmt.Sprintf(format, a...)) }
+	var w warnings
+	if err := checkRuns(env, in, opts, &w); err != nil {
+		return nil, err
+	}
+	if err := runSpreads(env, in, conf, &w); err != nil {
+		return nil, err
+	}
+	latencyAndEndpoints(env, in, opts, conf, &w)
+	env.Saturation = saturation(env, in)
+	env.Warnings = w
+	return env, nil
+}
 
+// warnings collect what Compute tells the user about its runs.
+type warnings []string
+
+func (w *warnings) add(format string, a ...any) { *w = append(*w, fmt.Sprintf(format, a...)) }
+
+// checkRuns refuses runs of different workloads (unless forced), warns
+// about too few runs and settings that do not apply, and records the
+// provenance.
+func checkRuns(env *Envelope, in []Input, opts Options, w *warnings) error {
 	// Workload and metric-set consistency first: a band over different
 	// workloads means nothing.
 	diffs := compareRuns(in)
 	if len(diffs) > 0 && !opts.Force {
-		return nil, fmt.Errorf("runs differ, so they do not form one baseline (use --force to accept):\n  %s", strings.Join(diffs, "\n  "))
+		return fmt.Errorf("runs differ, so they do not form one baseline (use --force to accept):\n  %s", strings.Join(diffs, "\n  "))
 	}
 	for _, d := range diffs {
-		w("accepted with --force: %s", d)
+		w.add("accepted with --force: %s", d)
 	}
-
-	n := len(in)
-	switch {
+	switch n := len(in); {
 	case n == 1:
-		w("a single run: no run-to-run spread, confidence interval or minimum detectable change can be estimated; repeat the test at least 3 times")
+		w.add("a single run: no run-to-run spread, confidence interval or minimum detectable change can be estimated; repeat the test at least 3 times")
 	case n < 3:
-		w("only %d runs: the confidence interval is wide (t(0.975, %d) = %.2f) and a band of %d values says little; repeat the test at least 3 times", n, n-1, stats.TQuantile(0.975, float64(n-1)), n)
+		w.add("only %d runs: the confidence interval is wide (t(0.975, %d) = %.2f) and a band of %d values says little; repeat the test at least 3 times", n, n-1, stats.TQuantile(0.975, float64(n-1)), n)
 	}
-
 	env.Provenance = provenance(in, opts)
 	if d, ok := measuredDurationDisagrees(in, opts.Workload, skippedWarmup(in, opts)); ok {
 		// `k6 inspect` resolves options without the runs' -e values, so a
 		// script reading __ENV.DURATION reports its default. compare
 		// judges candidates by their measured duration, so the envelope
 		// must hold the runs' own, or it would refuse its baseline runs.
-		w("--k6-options gives a duration of %s but the runs lasted %s on average; recorded %s (run k6 inspect with the same -e/--env values as the runs)", opts.Workload.Duration, d, d)
+		w.add("--k6-options gives a duration of %s but the runs lasted %s on average; recorded %s (run k6 inspect with the same -e/--env values as the runs)", opts.Workload.Duration, d, d)
 		env.Provenance.Workload.Duration = d.String()
 	}
 	if opts.SkipWarmup > 0 && in[0].Run.Mode == k6.ModeSummary {
-		w("--skip-warmup %s has no effect on summary files, whose figures cover the whole run; give --out json or csv files to drop the warm-up", opts.SkipWarmup)
+		w.add("--skip-warmup %s has no effect on summary files, whose figures cover the whole run; give --out json or csv files to drop the warm-up", opts.SkipWarmup)
 	}
+	return nil
+}
 
+// runSpreads records each run's figures and the spread of throughput,
+// iteration rate and requests per iteration across runs, and sums the
+// errors.
+func runSpreads(env *Envelope, in []Input, conf float64, w *warnings) error {
 	var rps, ips, rpi []float64
 	for _, r := range in {
 		f, err := runFigures(r)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		env.Runs = append(env.Runs, f)
 		rps = append(rps, f.RPS)
@@ -143,8 +165,8 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		env.Errors.Failed += f.Failed
 		env.Errors.Total += f.Requests
 	}
-	if len(ips) < n {
-		w("%d of %d runs have no iterations metric: the iteration rate and requests per iteration rest on %d runs", n-len(ips), n, len(ips))
+	if n := len(in); len(ips) < n {
+		w.add("%d of %d runs have no iterations metric: the iteration rate and requests per iteration rest on %d runs", n-len(ips), n, len(ips))
 	}
 	env.Throughput = spread(rps, conf)
 	env.Iterations = spread(ips, conf)
@@ -152,15 +174,19 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	if env.Errors.Total > 0 {
 		env.Errors.Rate = round6(float64(env.Errors.Failed) / float64(env.Errors.Total))
 	}
+	return nil
+}
 
-	// Overall latency bands from http_req_duration.
+// latencyAndEndpoints adds the overall latency bands and the endpoint
+// bands, with every run's own value of each endpoint statistic.
+func latencyAndEndpoints(env *Envelope, in []Input, opts Options, conf float64, w *warnings) {
 	var missing []string
 	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics["http_req_duration"] })
 	if env.Latency.Median.N == 0 && env.Latency.P95.N == 0 {
-		w("no run has http_req_duration: the latency bands are empty")
+		w.add("no run has http_req_duration: the latency bands are empty")
 	}
 	for _, m := range missing {
-		w("http_req_duration %s", m)
+		w.add("http_req_duration %s", m)
 	}
 	for i := range env.Runs {
 		env.Runs[i].MaxOutlier = env.Latency.P99.N > 0 && env.Runs[i].Max > env.Latency.P99.Max
@@ -174,7 +200,7 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 		ep.Avg, ep.Median, ep.P95, ep.P99, ep.Max = bands.Avg, bands.Median, bands.P95, bands.P99, bands.Max
 		env.Endpoints[key.name] = ep
 		for _, m := range miss {
-			w("endpoint %s: %s", key.name, m)
+			w.add("endpoint %s: %s", key.name, m)
 		}
 	}
 	env.Endpoints = withShares(env.Endpoints, in, opts.GroupBy)
@@ -183,16 +209,13 @@ func Compute(in []Input, opts Options) (*Envelope, error) {
 	fillRunValues(env, in, keys, conf)
 
 	// Bands resting on one run (but more were given) are flagged.
-	if n > 1 {
+	if len(in) > 1 {
 		for _, name := range sortedKeys(env.Endpoints) {
 			if e := env.Endpoints[name]; e.P95.N == 1 || (e.P95.N == 0 && e.Avg.N == 1) {
-				w("endpoint %s: its band rests on a single run", name)
+				w.add("endpoint %s: its band rests on a single run", name)
 			}
 		}
 	}
-	env.Saturation = saturation(env, in)
-	env.Warnings = warn
-	return env, nil
 }
 
 // spread summarizes one value per run, rounded for the file.

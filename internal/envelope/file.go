@@ -190,131 +190,147 @@ func (e FieldError) Error() string { return "field " + e.Field + ": " + e.Reason
 // bands ordered min ≤ max, ratios in [0,1], non-negative rates and
 // latencies, failed ≤ total, and a usable tolerance.
 func (env *Envelope) Validate() []FieldError {
-	var errs []FieldError
-	add := func(field, format string, a ...any) {
-		errs = append(errs, FieldError{field, fmt.Sprintf(format, a...)})
-	}
+	v := &validator{}
 	if env.APIVersion != APIVersion {
-		add("apiVersion", "is %q, want %q", env.APIVersion, APIVersion)
+		v.add("apiVersion", "is %q, want %q", env.APIVersion, APIVersion)
 	}
 	if env.Kind != Kind {
-		add("kind", "is %q, want %q", env.Kind, Kind)
+		v.add("kind", "is %q, want %q", env.Kind, Kind)
 	}
 	if _, err := ParseMatch(env.Match); err != nil {
-		add("match", "%v", err)
+		v.add("match", "%v", err)
 	}
-	finite := func(field string, v float64) bool {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			add(field, "is %v, want a finite number", v)
-			return false
-		}
-		if v < 0 {
-			add(field, "is %v, want a value ≥ 0", v)
-			return false
-		}
-		return true
-	}
-	checkSpread := func(field string, s Spread, required bool) {
-		if s.N == 0 {
-			if required {
-				add(field+".n", "is 0: the envelope needs at least one run")
-			}
-			return
-		}
-		ok := finite(field+".min", s.Min) && finite(field+".max", s.Max) && finite(field+".mean", s.Mean) &&
-			finite(field+".stddev", s.StdDev) && finite(field+".cv", s.CV)
-		if !ok {
-			return
-		}
-		if s.Min > s.Max {
-			add(field+".min", "%v is above %s.max %v", s.Min, field, s.Max)
-		}
-		if s.Mean < s.Min || s.Mean > s.Max {
-			add(field+".mean", "%v is outside [%v, %v]", s.Mean, s.Min, s.Max)
-		}
-		if s.CILow > s.CIHigh {
-			add(field+".ci95_low", "%v is above ci95_high %v", s.CILow, s.CIHigh)
-		}
-	}
-	checkBand := func(field string, b Band) {
-		if b.N == 0 {
-			return
-		}
-		if finite(field+".min", b.Min) && finite(field+".max", b.Max) && b.Min > b.Max {
-			add(field+".min", "%v is above %s.max %v", b.Min, field, b.Max)
-		}
-		if b.Mean != 0 && (b.Mean < b.Min || b.Mean > b.Max) {
-			add(field+".mean", "%v is outside [%v, %v]", b.Mean, b.Min, b.Max)
-		}
-	}
-	checkLatency := func(field string, l Latency) {
-		checkBand(field+".avg", l.Avg)
-		checkBand(field+".median", l.Median)
-		checkBand(field+".p95", l.P95)
-		checkBand(field+".p99", l.P99)
-		checkBand(field+".max", l.Max)
-		if l.P95.N > 0 && l.P99.N > 0 && l.P95.Min > l.P99.Max {
-			add(field+".p95.min", "%v is above %s.p99.max %v", l.P95.Min, field, l.P99.Max)
-		}
-	}
-	checkSpread("throughput", env.Throughput, true)
-	checkSpread("iterations", env.Iterations, false)
-	checkSpread("requests_per_iteration", env.RequestsPerIteration, false)
-	checkLatency("latency", env.Latency)
+	v.spread("throughput", env.Throughput, true)
+	v.spread("iterations", env.Iterations, false)
+	v.spread("requests_per_iteration", env.RequestsPerIteration, false)
+	v.latency("latency", env.Latency)
 	for _, name := range sortedKeys(env.Endpoints) {
 		e := env.Endpoints[name]
-		checkLatency("endpoints."+name, Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
+		v.latency("endpoints."+name, Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
 		if e.Metric == "" && (e.Tag == "" || e.Value == "") {
-			add("endpoints."+name, "has neither metric nor tag and value: the rules cannot select its series")
+			v.add("endpoints."+name, "has neither metric nor tag and value: the rules cannot select its series")
 		}
 		if e.Share < 0 || e.Share > 1 {
-			add("endpoints."+name+".share", "is %v, want a ratio in [0,1]", e.Share)
+			v.add("endpoints."+name+".share", "is %v, want a ratio in [0,1]", e.Share)
 		}
 	}
-	if env.Errors.Failed < 0 || env.Errors.Total < 0 {
-		add("errors.failed", "counts must be ≥ 0")
-	}
-	if env.Errors.Failed > env.Errors.Total {
-		add("errors.failed", "%d is above errors.total %d", env.Errors.Failed, env.Errors.Total)
-	}
-	if env.Errors.Rate < 0 || env.Errors.Rate > 1 {
-		add("errors.rate", "is %v, want a ratio in [0,1]", env.Errors.Rate)
-	}
+	v.errors(env.Errors)
 	for i, s := range env.Provenance.Sources {
 		if s.File == "" {
-			add(fmt.Sprintf("provenance.sources[%d].file", i), "is empty")
+			v.add(fmt.Sprintf("provenance.sources[%d].file", i), "is empty")
 		}
 		if s.SHA256 != "" {
 			if b, err := hex.DecodeString(s.SHA256); err != nil || len(b) != sha256.Size {
-				add(fmt.Sprintf("provenance.sources[%d].sha256", i), "is %q, want 64 hex digits", s.SHA256)
+				v.add(fmt.Sprintf("provenance.sources[%d].sha256", i), "is %q, want 64 hex digits", s.SHA256)
 			}
 		}
 	}
-	t := env.Tolerance
-	ratio := func(field string, v float64) {
-		if math.IsNaN(v) || v < 0 || v > 1 {
-			add("tolerance."+field, "is %v, want a ratio in [0,1]", v)
+	v.tolerance(env.Tolerance)
+	return append(v.errs, env.validateRunValues()...)
+}
+
+// validator collects the field errors of one Validate.
+type validator struct{ errs []FieldError }
+
+func (v *validator) add(field, format string, a ...any) {
+	v.errs = append(v.errs, FieldError{field, fmt.Sprintf(format, a...)})
+}
+
+// finite reports whether x is a finite value ≥ 0, adding the error when
+// not.
+func (v *validator) finite(field string, x float64) bool {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		v.add(field, "is %v, want a finite number", x)
+		return false
+	}
+	if x < 0 {
+		v.add(field, "is %v, want a value ≥ 0", x)
+		return false
+	}
+	return true
+}
+
+func (v *validator) spread(field string, s Spread, required bool) {
+	if s.N == 0 {
+		if required {
+			v.add(field+".n", "is 0: the envelope needs at least one run")
+		}
+		return
+	}
+	ok := v.finite(field+".min", s.Min) && v.finite(field+".max", s.Max) && v.finite(field+".mean", s.Mean) &&
+		v.finite(field+".stddev", s.StdDev) && v.finite(field+".cv", s.CV)
+	if !ok {
+		return
+	}
+	if s.Min > s.Max {
+		v.add(field+".min", "%v is above %s.max %v", s.Min, field, s.Max)
+	}
+	if s.Mean < s.Min || s.Mean > s.Max {
+		v.add(field+".mean", "%v is outside [%v, %v]", s.Mean, s.Min, s.Max)
+	}
+	if s.CILow > s.CIHigh {
+		v.add(field+".ci95_low", "%v is above ci95_high %v", s.CILow, s.CIHigh)
+	}
+}
+
+func (v *validator) band(field string, b Band) {
+	if b.N == 0 {
+		return
+	}
+	if v.finite(field+".min", b.Min) && v.finite(field+".max", b.Max) && b.Min > b.Max {
+		v.add(field+".min", "%v is above %s.max %v", b.Min, field, b.Max)
+	}
+	if b.Mean != 0 && (b.Mean < b.Min || b.Mean > b.Max) {
+		v.add(field+".mean", "%v is outside [%v, %v]", b.Mean, b.Min, b.Max)
+	}
+}
+
+func (v *validator) latency(field string, l Latency) {
+	v.band(field+".avg", l.Avg)
+	v.band(field+".median", l.Median)
+	v.band(field+".p95", l.P95)
+	v.band(field+".p99", l.P99)
+	v.band(field+".max", l.Max)
+	if l.P95.N > 0 && l.P99.N > 0 && l.P95.Min > l.P99.Max {
+		v.add(field+".p95.min", "%v is above %s.p99.max %v", l.P95.Min, field, l.P99.Max)
+	}
+}
+
+func (v *validator) errors(e Errors) {
+	if e.Failed < 0 || e.Total < 0 {
+		v.add("errors.failed", "counts must be ≥ 0")
+	}
+	if e.Failed > e.Total {
+		v.add("errors.failed", "%d is above errors.total %d", e.Failed, e.Total)
+	}
+	if e.Rate < 0 || e.Rate > 1 {
+		v.add("errors.rate", "is %v, want a ratio in [0,1]", e.Rate)
+	}
+}
+
+func (v *validator) tolerance(t Tolerance) {
+	ratio := func(field string, x float64) {
+		if math.IsNaN(x) || x < 0 || x > 1 {
+			v.add("tolerance."+field, "is %v, want a ratio in [0,1]", x)
 		}
 	}
 	ratio("throughput_drop", t.ThroughputDrop)
 	ratio("error_ratio", t.ErrorRatio)
 	ratio("false_alarm", t.FalseAlarm)
 	if t.LatencyRise < 0 || math.IsNaN(t.LatencyRise) {
-		add("tolerance.latency_rise", "is %v, want a ratio ≥ 0", t.LatencyRise)
+		v.add("tolerance.latency_rise", "is %v, want a ratio ≥ 0", t.LatencyRise)
 	}
 	if t.MaxCV < 0 || math.IsNaN(t.MaxCV) {
-		add("tolerance.max_cv", "is %v, want a ratio ≥ 0", t.MaxCV)
+		v.add("tolerance.max_cv", "is %v, want a ratio ≥ 0", t.MaxCV)
 	}
 	if t.Confidence <= 0 || t.Confidence >= 1 {
-		add("tolerance.confidence", "is %v, want a probability in (0,1)", t.Confidence)
+		v.add("tolerance.confidence", "is %v, want a probability in (0,1)", t.Confidence)
 	}
 	if t.Window == "" {
-		add("tolerance.window", "is empty, want a duration such as 5m")
+		v.add("tolerance.window", "is empty, want a duration such as 5m")
 	} else if !validWindow(t.Window) {
-		add("tolerance.window", "%q is not a Prometheus duration such as 5m", t.Window)
+		v.add("tolerance.window", "%q is not a Prometheus duration such as 5m", t.Window)
 	}
-	errs = append(errs, env.validateRunValues()...)
-	return errs
 }
 
 // validWindow accepts Prometheus durations: one or more <int><unit> with

@@ -188,15 +188,45 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		Z:          stats.NormalQuantile(1 - fa),
 		VUs:        env.Provenance.Workload.VUs,
 	}
-	ws := c.Window.Seconds()
-
-	// Throughput.
+	if err := c.throughput(env.Throughput, tol); err != nil {
+		return nil, err
+	}
+	// Throughput CV over 10m of 1m rates: 40 samples, about 9 independent.
 	tp := env.Throughput
+	cv := CVBound{DOF: 9, MaxCV: tol.MaxCV}
+	cv.Expected = math.Hypot(tp.CV, 1/math.Sqrt(tp.Mean*60))
+	cv.Factor = math.Sqrt(chiSquareQuantile(1-fa, cv.DOF) / float64(cv.DOF))
+	cv.Bound = round4(math.Max(cv.Expected*cv.Factor, tol.MaxCV))
+	c.CV = cv
+
+	if err := c.latency(env, tol); err != nil {
+		return nil, err
+	}
+	if err := c.endpoints(env, tol); err != nil {
+		return nil, err
+	}
+	// The error alert needs the envelope's own error count: a missing
+	// errors section must not read as "zero errors". The allowed ratio is
+	// the larger of the policy and what the baseline itself recorded, so an
+	// envelope that holds errors never alerts on its own error rate.
+	if env.Errors.Total <= 0 {
+		return nil, missing("errors.total", "the request count the error rate is judged against")
+	}
+	if env.Errors.Failed < 0 || env.Errors.Failed > env.Errors.Total {
+		return nil, fmt.Errorf("envelope: errors.failed: %d is outside [0, errors.total=%d]", env.Errors.Failed, env.Errors.Total)
+	}
+	ratio := math.Max(tol.ErrorRatio, round4(float64(env.Errors.Failed)/float64(env.Errors.Total)))
+	c.Errors = ErrorBound{Zero: ratio == 0, Ratio: ratio}
+	return c, nil
+}
+
+// throughput calibrates the throughput floor and its window.
+func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) error {
 	if tp.Mean <= 0 {
-		return nil, missing("throughput.mean", "the request rate the floor is built on")
+		return missing("throughput.mean", "the request rate the floor is built on")
 	}
 	if tp.Min <= 0 {
-		return nil, missing("throughput.min", "the bottom of the throughput band")
+		return missing("throughput.min", "the bottom of the throughput band")
 	}
 	t := ThroughputBound{Mean: tp.Mean, Min: tp.Min, Max: tp.Max, EnvCV: tp.CV, Drop: tol.ThroughputDrop}
 	t.Dropped = tp.Min * (1 - 2*t.Drop)
@@ -218,29 +248,26 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 	t.NoiseRel, t.SigmaRel, t.Floor = throughputFloor(tp, t.Drop, c.Z, tws)
 	t.Separation = round4(separation(t.Floor, t.Dropped, tp.CV, tws))
 	if t.Floor <= 0 {
-		return nil, fmt.Errorf("envelope: throughput: the calibrated floor is not positive (mean %g req/s is too low for a %s window)", tp.Mean, t.WindowStr)
+		return fmt.Errorf("envelope: throughput: the calibrated floor is not positive (mean %g req/s is too low for a %s window)", tp.Mean, t.WindowStr)
 	}
 	if c.VUs > 0 {
 		t.FloorPerVU = round4(t.Floor / float64(c.VUs))
 	}
 	c.Throughput = t
+	return nil
+}
 
-	// Throughput CV over 10m of 1m rates: 40 samples, about 9 independent.
-	cv := CVBound{DOF: 9, MaxCV: tol.MaxCV}
-	cv.Expected = math.Hypot(tp.CV, 1/math.Sqrt(tp.Mean*60))
-	cv.Factor = math.Sqrt(chiSquareQuantile(1-fa, cv.DOF) / float64(cv.DOF))
-	cv.Bound = round4(math.Max(cv.Expected*cv.Factor, tol.MaxCV))
-	c.CV = cv
-
-	// Overall latency.
-	overallN := tp.Mean * ws
+// latency calibrates the overall p95, p99 and median tests.
+func (c *Calibration) latency(env *envelope.Envelope, tol envelope.Tolerance) error {
+	tp := env.Throughput
+	overallN := tp.Mean * c.Window.Seconds()
 	for _, q := range []struct {
 		field string
 		quant float64
 		band  envelope.Band
 	}{{"latency.p95", 0.95, env.Latency.P95}, {"latency.p99", 0.99, env.Latency.P99}} {
 		if q.band.Max <= 0 {
-			return nil, missing(q.field+".max", "the top of the band the latency alert is built on")
+			return missing(q.field+".max", "the top of the band the latency alert is built on")
 		}
 		c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
 	}
@@ -248,8 +275,12 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 	if b, ok := medianBound(env.Latency.Median, tol.LatencyRise, overallN, c.Z); ok {
 		c.Latency = append(c.Latency, b)
 	}
+	return nil
+}
 
-	// Endpoints, in key order.
+// endpoints calibrates each endpoint's latency tests, in key order.
+func (c *Calibration) endpoints(env *envelope.Envelope, tol envelope.Tolerance) error {
+	tp := env.Throughput
 	keys := make([]string, 0, len(env.Endpoints))
 	for k := range env.Endpoints {
 		keys = append(keys, k)
@@ -259,7 +290,7 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		ep := env.Endpoints[k]
 		field := fmt.Sprintf("endpoints[%q]", k)
 		if k == "" {
-			return nil, fmt.Errorf("envelope: endpoints: an endpoint has an empty name")
+			return fmt.Errorf("envelope: endpoints: an endpoint has an empty name")
 		}
 		b := EndpointBound{Key: k, Rate: ep.Share * tp.Mean}
 		switch {
@@ -267,14 +298,14 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 			b.Series = catalogue.SeriesName(ep.Metric, "trend", "time")
 		case ep.Tag != "" && ep.Value != "":
 			if !isExposedLabel(ep.Tag) {
-				return nil, fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels, ", "))
+				return fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels, ", "))
 			}
 			b.Series = catalogue.HTTPReqDuration.Name
 			b.Selector = ep.Tag + "=" + promString(ep.Value)
 		default:
-			return nil, missing(field+".metric", "an endpoint needs a custom trend metric, or tag and value")
+			return missing(field+".metric", "an endpoint needs a custom trend metric, or tag and value")
 		}
-		n := b.Rate * ws
+		n := b.Rate * c.Window.Seconds()
 		if ep.P95.Max > 0 {
 			b.Latency = append(b.Latency, latencyBound(0.95, ep.P95, tol.LatencyRise, n, c.Z))
 		}
@@ -285,24 +316,11 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 			b.Latency = append(b.Latency, m)
 		}
 		if len(b.Latency) == 0 {
-			return nil, missing(field+".p95.max", "an endpoint needs a p95 or p99 band")
+			return missing(field+".p95.max", "an endpoint needs a p95 or p99 band")
 		}
 		c.Endpoints = append(c.Endpoints, b)
 	}
-
-	// The error alert needs the envelope's own error count: a missing
-	// errors section must not read as "zero errors". The allowed ratio is
-	// the larger of the policy and what the baseline itself recorded, so an
-	// envelope that holds errors never alerts on its own error rate.
-	if env.Errors.Total <= 0 {
-		return nil, missing("errors.total", "the request count the error rate is judged against")
-	}
-	if env.Errors.Failed < 0 || env.Errors.Failed > env.Errors.Total {
-		return nil, fmt.Errorf("envelope: errors.failed: %d is outside [0, errors.total=%d]", env.Errors.Failed, env.Errors.Total)
-	}
-	ratio := math.Max(tol.ErrorRatio, round4(float64(env.Errors.Failed)/float64(env.Errors.Total)))
-	c.Errors = ErrorBound{Zero: ratio == 0, Ratio: ratio}
-	return c, nil
+	return nil
 }
 
 func latencyBound(q float64, band envelope.Band, rise, n, z float64) LatencyBound {

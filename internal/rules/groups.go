@@ -134,11 +134,43 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		return nil, err
 	}
 	w := c.WindowStr
+	rs := throughputAlerts(s, c, o)
+	for _, b := range c.Latency {
+		qn := quantileName(b.Quantile)
+		rs = append(rs, Rule{
+			Alert:  AlertLatencyHigh,
+			Expr:   slowFraction(s, duration, "", b, c.Z, w) + " and " + s.on() + " " + running(s),
+			For:    "1m",
+			Labels: map[string]string{"severity": "warning", "quantile": fmtFloat(b.Quantile)},
+			Annotations: ann(o, AlertLatencyHigh, "Request latency of the k6 test is above the envelope band.",
+				fmt.Sprintf("Test {{ $labels.testid }}: {{ $value | humanizePercentage }} of requests over the last %s took longer than %s ms, so %s is above it. The envelope's %s band is %s–%s ms; %s ms adds the %s tolerance. At the envelope's rate the alert needs more than %s slow requests.",
+					w, fmtMS(b.Threshold), qn, qn, fmtFloat(round4(b.BandMin)), fmtFloat(round4(b.BandMax)), fmtMS(b.Threshold), pct(b.Rise), pct(b.ExpectedBound))),
+		})
+	}
+
+	rs = append(rs, Rule{
+		Alert:  AlertRequestsFailing,
+		Expr:   errorsCondition(s, c, w),
+		For:    "1m",
+		Labels: map[string]string{"severity": "critical"},
+		Annotations: ann(o, AlertRequestsFailing, "Requests of the k6 test are failing.",
+			errorsDescription(env, c, w)),
+	})
+
+	rs = append(rs, saturationAlert(env, s, c, o))
+	rs = append(rs, availabilityAlerts(s, c, o)...)
+	for i := range rs {
+		rs[i].Labels = s.labels(rs[i].Labels)
+	}
+	return []RuleGroup{{Name: s.group("k6-alerts"), Rules: rs}}, nil
+}
+
+// throughputAlerts are the throughput floor and stability alerts.
+func throughputAlerts(s scope, c *Calibration, o Options) []Rule {
 	t := c.Throughput
 	tw := t.WindowStr
 	z := fmtFloat(round4(c.Z))
 	var rs []Rule
-
 	// The throughput alert reads its own, shorter window (calibrate.go):
 	// a 6-minute run must show a 2×tolerance drop within window + for.
 	rs = append(rs, Rule{
@@ -163,29 +195,15 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 			fmt.Sprintf("Test {{ $labels.testid }}: the CV of the 1m request rate over 10m is {{ $value | humanizePercentage }}. The envelope's run-to-run CV is %s; with 1m counting noise the expected CV is %s and the calibrated bound is %s.",
 				pct(t.EnvCV), pct(cv.Expected), pct(cv.Bound))),
 	})
+	return rs
+}
 
-	for _, b := range c.Latency {
-		qn := quantileName(b.Quantile)
-		rs = append(rs, Rule{
-			Alert:  AlertLatencyHigh,
-			Expr:   slowFraction(s, duration, "", b, c.Z, w) + " and " + s.on() + " " + running(s),
-			For:    "1m",
-			Labels: map[string]string{"severity": "warning", "quantile": fmtFloat(b.Quantile)},
-			Annotations: ann(o, AlertLatencyHigh, "Request latency of the k6 test is above the envelope band.",
-				fmt.Sprintf("Test {{ $labels.testid }}: {{ $value | humanizePercentage }} of requests over the last %s took longer than %s ms, so %s is above it. The envelope's %s band is %s–%s ms; %s ms adds the %s tolerance. At the envelope's rate the alert needs more than %s slow requests.",
-					w, fmtMS(b.Threshold), qn, qn, fmtFloat(round4(b.BandMin)), fmtFloat(round4(b.BandMax)), fmtMS(b.Threshold), pct(b.Rise), pct(b.ExpectedBound))),
-		})
-	}
-
-	rs = append(rs, Rule{
-		Alert:  AlertRequestsFailing,
-		Expr:   errorsCondition(s, c, w),
-		For:    "1m",
-		Labels: map[string]string{"severity": "critical"},
-		Annotations: ann(o, AlertRequestsFailing, "Requests of the k6 test are failing.",
-			errorsDescription(env, c, w)),
-	})
-
+// saturationAlert fires when throughput stops keeping up with the load
+// while latency or errors are out of the envelope.
+func saturationAlert(env *envelope.Envelope, s scope, c *Calibration, o Options) Rule {
+	t := c.Throughput
+	tw := t.WindowStr
+	w := c.WindowStr
 	// The floor is calibrated for the throughput window, so the
 	// saturation alert reads throughput over that window too.
 	reqRate := s.sum(fmt.Sprintf("rate(%s%s[%s])", reqs, s.sel(), tw))
@@ -196,7 +214,7 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		satWhat = fmt.Sprintf("{{ $value | humanize }} req/s per VU against a floor of %s (%s VUs in the envelope)", fmtFloat(t.FloorPerVU), strconv.Itoa(c.VUs))
 	}
 	p95 := c.Latency[0]
-	rs = append(rs, Rule{
+	return Rule{
 		Alert: AlertSaturation,
 		Expr: fmt.Sprintf("%s and %s %s and %s (%s or %s)",
 			sat, s.on(), fullWindow(s, w), s.on(), slowFraction(s, duration, "", p95, c.Z, w), errorsCondition(s, c, w)),
@@ -205,8 +223,13 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		Annotations: ann(o, AlertSaturation, "The system under test looks saturated.",
 			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while p95 latency over the last %s is above %s ms or requests fail: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
 				satWhat, tw, w, fmtMS(p95.Threshold), templateText(env.Saturation.Verdict, "verdict not recorded"))),
-	})
+	}
+}
 
+// availabilityAlerts are about the data itself: the exporter down, and a
+// running test that makes no requests.
+func availabilityAlerts(s scope, c *Calibration, o Options) []Rule {
+	var rs []Rule
 	sel := o.ExporterSelector
 	rs = append(rs, Rule{
 		Alert:  AlertExporterDown,
@@ -229,13 +252,9 @@ func buildAlerts(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup
 		For:    "2m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertNoTraffic, "A k6 test is running but makes no requests.",
-			fmt.Sprintf("Test {{ $labels.testid }} has {{ $value }} active VUs but no HTTP requests over the last 2m; the envelope expects %s req/s.", fmtFloat(round4(t.Mean)))),
+			fmt.Sprintf("Test {{ $labels.testid }} has {{ $value }} active VUs but no HTTP requests over the last 2m; the envelope expects %s req/s.", fmtFloat(round4(c.Throughput.Mean)))),
 	})
-
-	for i := range rs {
-		rs[i].Labels = s.labels(rs[i].Labels)
-	}
-	return []RuleGroup{{Name: s.group("k6-alerts"), Rules: rs}}, nil
+	return rs
 }
 
 func errorsDescription(env *envelope.Envelope, c *Calibration, w string) string {

@@ -362,6 +362,26 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	if err != nil {
 		return err
 	}
+	if o, err = o.resolve(env, m); err != nil {
+		return err
+	}
+	start := o.Start
+	if start.IsZero() {
+		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
+	bw := bufio.NewWriterSize(w, 1<<16)
+	s := &sink{w: bw, testid: o.TestID}
+	writeMetricLines(bw, m)
+	if err := s.events(m, o, start, rng); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// resolve fills o's defaults, checks its factors against env and applies
+// the latency factors to m's endpoints.
+func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
 	if o.Duration <= 0 {
 		o.Duration = 6 * time.Minute
 	}
@@ -369,17 +389,17 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 		o.ThroughputFactor = 1
 	}
 	if o.ThroughputFactor < 0 || o.ErrorRate < 0 || o.ErrorRate > 1 {
-		return fmt.Errorf("simulate: throughput factor %g or error rate %g out of range", o.ThroughputFactor, o.ErrorRate)
+		return o, fmt.Errorf("simulate: throughput factor %g or error rate %g out of range", o.ThroughputFactor, o.ErrorRate)
 	}
 	for k, f := range o.LatencyFactor {
 		if f <= 0 {
-			return fmt.Errorf("simulate: latency factor %s=%g must be positive", k, f)
+			return o, fmt.Errorf("simulate: latency factor %s=%g must be positive", k, f)
 		}
 		if k == "*" {
 			continue
 		}
 		if _, ok := env.Endpoints[k]; !ok {
-			return fmt.Errorf("simulate: latency factor for %q: no such endpoint in the envelope", k)
+			return o, fmt.Errorf("simulate: latency factor for %q: no such endpoint in the envelope", k)
 		}
 	}
 	for i := range m.Endpoints {
@@ -394,14 +414,11 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	if o.TestID == "" {
 		o.TestID = "simulated-" + strconv.FormatUint(o.Seed, 10)
 	}
-	start := o.Start
-	if start.IsZero() {
-		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	}
-	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
-	bw := bufio.NewWriterSize(w, 1<<16)
-	s := &sink{w: bw, testid: o.TestID}
+	return o, nil
+}
 
+// writeMetricLines writes the Metric lines k6 writes before any point.
+func writeMetricLines(bw *bufio.Writer, m *Model) {
 	metrics := []struct{ name, typ, contains string }{
 		{"http_reqs", "counter", "default"}, {"http_req_duration", "trend", "time"},
 		{"http_req_failed", "rate", "default"}, {"iterations", "counter", "default"},
@@ -419,9 +436,12 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 		_, _ = fmt.Fprintf(bw, `{"type":"Metric","data":{"name":%s,"type":"%s","contains":"%s","thresholds":[],"submetrics":null},"metric":%s}`+"\n",
 			jsonString(mt.name), mt.typ, mt.contains, jsonString(mt.name))
 	}
+}
 
-	// Three event streams merged in time order: requests (Poisson at the
-	// scaled rate), iterations (Poisson) and the vus gauge every second.
+// events writes the run's points: three event streams merged in time
+// order, requests (Poisson at the scaled rate), iterations (Poisson) and
+// the vus gauge every second.
+func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) error {
 	rate := m.Rate * o.ThroughputFactor
 	iterRate := m.IterRate * o.ThroughputFactor
 	end := o.Duration.Seconds()
@@ -477,7 +497,7 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 			return s.err
 		}
 	}
-	return bw.Flush()
+	return nil
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
