@@ -55,27 +55,33 @@ type Options struct {
 // (candidate/baseline - 1) × 100; for the error rate they are percentage
 // points.
 type Figure struct {
-	Name         string  `json:"name"` // throughput, p95, p99, error_rate
-	Endpoint     string  `json:"endpoint,omitempty"`
-	Unit         string  `json:"unit"`
-	Better       string  `json:"better"` // "higher" or "lower"
-	Baseline     float64 `json:"baseline"`
-	Candidate    float64 `json:"candidate"`
-	ChangePct    float64 `json:"change_pct"`
-	CILowPct     float64 `json:"ci_low_pct"`
-	CIHighPct    float64 `json:"ci_high_pct"`
-	MDCPct       float64 `json:"mdc_pct"`
-	TolerancePct float64 `json:"tolerance_pct"`
-	P            float64 `json:"p"`      // one-sided p of a change beyond tolerance in the bad direction
-	PHolm        float64 `json:"p_holm"` // Holm-adjusted across figures
-	Verdict      Verdict `json:"verdict"`
-	Method       string  `json:"method"`
-	Note         string  `json:"note,omitempty"`
+	Name     string `json:"name"` // throughput, p95, p99, error_rate
+	Endpoint string `json:"endpoint,omitempty"`
+	// EndpointLabel is the endpoint's display name, when the envelope
+	// gives it one (envelope.Endpoint.Label).
+	EndpointLabel string  `json:"endpoint_label,omitempty"`
+	Unit          string  `json:"unit"`
+	Better        string  `json:"better"` // "higher" or "lower"
+	Baseline      float64 `json:"baseline"`
+	Candidate     float64 `json:"candidate"`
+	ChangePct     float64 `json:"change_pct"`
+	CILowPct      float64 `json:"ci_low_pct"`
+	CIHighPct     float64 `json:"ci_high_pct"`
+	MDCPct        float64 `json:"mdc_pct"`
+	TolerancePct  float64 `json:"tolerance_pct"`
+	P             float64 `json:"p"`      // one-sided p of a change beyond tolerance in the bad direction
+	PHolm         float64 `json:"p_holm"` // Holm-adjusted across figures
+	Verdict       Verdict `json:"verdict"`
+	Method        string  `json:"method"`
+	Note          string  `json:"note,omitempty"`
 }
 
-// Label names the figure for people.
+// Label names the figure for people, an endpoint by its display name.
 func (f Figure) Label() string {
 	what := map[string]string{"throughput": "throughput", "p95": "p95", "p99": "p99", "error_rate": "error rate"}[f.Name]
+	if f.EndpointLabel != "" {
+		return f.EndpointLabel + " " + what
+	}
 	if f.Endpoint != "" {
 		return f.Endpoint + " " + what
 	}
@@ -342,7 +348,7 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 		}
 		return nil
 	}
-	f := Figure{Name: stat, Endpoint: name, Unit: "ms", Better: "lower", TolerancePct: 100 * c.tol.LatencyRise, P: math.NaN(),
+	f := Figure{Name: stat, Endpoint: name, EndpointLabel: ep.Label, Unit: "ms", Better: "lower", TolerancePct: 100 * c.tol.LatencyRise, P: math.NaN(),
 		Method: "welch-log, baseline spread from the band range"}
 	cv, missing := c.candidates(candStat(get, k6stat))
 	present := len(missing) < len(c.runs)

@@ -247,3 +247,33 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 }
+
+// An endpoint with a display name is named by it in the text, and keeps
+// its key in the JSON beside the label.
+func TestCompareEndpointLabels(t *testing.T) {
+	env := testEnvelope()
+	ep := env.Endpoints["name=GET /actors/{id}"]
+	ep.Label = "Actor by id"
+	env.Endpoints["name=GET /actors/{id}"] = ep
+	run := runSpec{vus: 50, rps: 56.1, p95: 380, p99: 930, total: 20000, login: 1240, actor95: 20}
+	res, err := Compare(env, []*k6.Run{testRun("a", run), testRun("b", run)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, js bytes.Buffer
+	if err := res.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "Actor by id p95") || strings.Contains(txt.String(), "GET /actors/{id} p95") {
+		t.Errorf("text does not name the endpoint by its label:\n%s", txt.String())
+	}
+	if !strings.Contains(txt.String(), "auth_login p95") {
+		t.Errorf("an endpoint without a label lost its key:\n%s", txt.String())
+	}
+	if err := res.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js.String(), `"endpoint": "name=GET /actors/{id}",`) || !strings.Contains(js.String(), `"endpoint_label": "Actor by id"`) {
+		t.Errorf("json lacks the key and the label:\n%s", js.String())
+	}
+}
