@@ -118,8 +118,10 @@ type Config struct {
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
 	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
 	// OTLPMemoryBudget bounds the OTLP requests decoded at once to
-	// budget/max-body (at least one), and the OTLP/HTTP body bytes being
-	// received at once to budget; others wait briefly, then get 503
+	// budget/(2 × max-body) (at least one): a request being decoded holds
+	// its decompressed body and its decoded form, each up to the body
+	// limit. It also bounds the OTLP body bytes being received at once to
+	// budget; others wait briefly, then get 503
 	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
 	// negative = no limit.
 	OTLPMemoryBudget int64
@@ -289,7 +291,9 @@ func (s *Server) newOTLPReceiver() error {
 	cfg := s.cfg
 	inflight := 0
 	if cfg.OTLPMemoryBudget > 0 {
-		inflight = int(max(cfg.OTLPMemoryBudget/cfg.OTLPMaxBody, 1))
+		// A request being decoded holds its decompressed body and its
+		// decoded form, each up to the body limit.
+		inflight = int(max(cfg.OTLPMemoryBudget/(2*cfg.OTLPMaxBody), 1))
 	}
 	auth, err := grpcAuth(cfg.WebConfigFile)
 	if err != nil {

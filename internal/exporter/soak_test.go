@@ -7,8 +7,8 @@ package exporter
 // process so the peak is that attack's:
 //
 //	go test -c -o exporter.test ./internal/exporter/
-//	for a in wide names resources labels bombs runs; do
-//	  ./exporter.test -test.run '^$' -test.bench "Soak/$a\$" -test.benchtime 1x
+//	for a in wide names resources labels bombs grpcbombs runs; do
+//	  ./exporter.test -test.run '^$' -test.bench "Soak/^$a\$" -test.benchtime 1x
 //	done
 
 import (
@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -232,6 +233,62 @@ func BenchmarkSoak(b *testing.B) {
 			stop()
 		}
 	})
+	// 50 parallel OTLP/gRPC calls, each a gzip message of about 16 KiB
+	// that decodes to just under 16 MiB (one resource attribute of 'a's):
+	// decompressed and decoded within the budget, or refused with
+	// UNAVAILABLE. The frame is built once and sent over HTTP/2 as a gRPC
+	// client sends it, so the peak is the exporter's, not 50 clients'
+	// encoders.
+	b.Run("grpcbombs", func(b *testing.B) {
+		frame := grpcBombFrame()
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		client := &http.Client{Transport: &http.Transport{Protocols: p}}
+		for b.Loop() {
+			st, stop := startSoak(b)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
+			var wg sync.WaitGroup
+			statuses := make([]string, 50)
+			for i := range 50 {
+				wg.Go(func() {
+					req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr().String()+"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", bytes.NewReader(frame))
+					req.Header.Set("Content-Type", "application/grpc")
+					req.Header.Set("Grpc-Encoding", "gzip")
+					resp, err := client.Do(req)
+					if err != nil {
+						statuses[i] = err.Error()
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					statuses[i] = resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status")
+				})
+			}
+			wg.Wait()
+			busy, ok := 0, 0
+			for _, c := range statuses {
+				switch c {
+				case "14": // UNAVAILABLE
+					busy++
+				case "0":
+					ok++
+				}
+			}
+			if busy+ok != len(statuses) {
+				b.Fatalf("statuses %v: want only 0 (OK) and 14 (UNAVAILABLE)", statuses)
+			}
+			b.ReportMetric(float64(busy), "refused_unavailable")
+			b.ReportMetric(float64(ok), "taken")
+			st.report(b)
+			cancel()
+			stop()
+		}
+	})
 	// 1,000 sequential runs with distinct testids, 20 simulated minutes
 	// apart, expiring as the TTL passes: memory plateaus, the last run is
 	// complete and nothing is dropped.
@@ -270,4 +327,18 @@ func BenchmarkSoak(b *testing.B) {
 			stop()
 		}
 	})
+}
+
+// grpcBombFrame is one gRPC message frame, gzip-compressed, of an export
+// request that decodes to just under 16 MiB.
+func grpcBombFrame() []byte {
+	msg, _ := proto.Marshal(exportReq([]*commonpb.KeyValue{strAttr("host", strings.Repeat("a", 16<<20-1024))},
+		sumMetric("k6_http_reqs", cumul, dbl(1, 1))))
+	var zipped bytes.Buffer
+	gz := gzip.NewWriter(&zipped)
+	_, _ = gz.Write(msg) // in memory, cannot fail
+	_ = gz.Close()       // in memory, cannot fail
+	frame := append([]byte{1, 0, 0, 0, 0}, zipped.Bytes()...)
+	binary.BigEndian.PutUint32(frame[1:5], uint32(zipped.Len()))
+	return frame
 }
