@@ -182,12 +182,7 @@ func metric(m metricdata.Metrics) (*metricpb.Metric, error) {
 		for _, p := range d.DataPoints {
 			hp := &metricpb.HistogramDataPoint{Attributes: keyValues(p.Attributes), StartTimeUnixNano: nanos(p.StartTime), TimeUnixNano: nanos(p.Time),
 				Count: p.Count, Sum: &p.Sum, BucketCounts: p.BucketCounts, ExplicitBounds: p.Bounds}
-			if v, ok := p.Min.Value(); ok {
-				hp.Min = &v
-			}
-			if v, ok := p.Max.Value(); ok {
-				hp.Max = &v
-			}
+			hp.Min, hp.Max = extremum(p.Min), extremum(p.Max)
 			h.DataPoints = append(h.DataPoints, hp)
 		}
 		out.Data = &metricpb.Metric_Histogram{Histogram: h}
@@ -198,12 +193,7 @@ func metric(m metricdata.Metrics) (*metricpb.Metric, error) {
 				Count: p.Count, Sum: &p.Sum, Scale: p.Scale, ZeroCount: p.ZeroCount, ZeroThreshold: p.ZeroThreshold,
 				Positive: &metricpb.ExponentialHistogramDataPoint_Buckets{Offset: p.PositiveBucket.Offset, BucketCounts: p.PositiveBucket.Counts},
 				Negative: &metricpb.ExponentialHistogramDataPoint_Buckets{Offset: p.NegativeBucket.Offset, BucketCounts: p.NegativeBucket.Counts}}
-			if v, ok := p.Min.Value(); ok {
-				hp.Min = &v
-			}
-			if v, ok := p.Max.Value(); ok {
-				hp.Max = &v
-			}
+			hp.Min, hp.Max = extremum(p.Min), extremum(p.Max)
 			h.DataPoints = append(h.DataPoints, hp)
 		}
 		out.Data = &metricpb.Metric_ExponentialHistogram{ExponentialHistogram: h}
@@ -211,6 +201,15 @@ func metric(m metricdata.Metrics) (*metricpb.Metric, error) {
 		return nil, fmt.Errorf("metric %s: %T is not pushed", m.Name, m.Data)
 	}
 	return out, nil
+}
+
+// extremum is a histogram's min or max as OTLP's optional field: nil
+// when unset.
+func extremum(e metricdata.Extrema[float64]) *float64 {
+	if v, ok := e.Value(); ok {
+		return &v
+	}
+	return nil
 }
 
 func numbers[N int64 | float64](dps []metricdata.DataPoint[N]) []*metricpb.NumberDataPoint {
