@@ -422,11 +422,13 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Two send half the budget each; the others a couple of bytes.
+			// Two send what is left of the budget after every request's
+			// cost and the others' couple of bytes; those two bytes each.
 			body := &blockingBody{release: release, prefix: []byte{0x0a, 0x00}}
 			if i < 2 {
-				full := slowExport(1 << 20)
-				body.prefix = full[:len(full)-2] // 2 bytes short: the budget is full
+				big := (2<<20 - senders*otlp.RequestCost - (senders-2)*2) / 2
+				full := slowExport(big + 2)
+				body.prefix = full[:big] // 2 bytes short: the budget is full
 			}
 			resp, err := http.Post(srv.URL+"/v1/metrics", "application/x-protobuf", body)
 			if err != nil {
@@ -446,7 +448,8 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 		return resp
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	// Every sender's bytes have arrived: the budget is exactly full.
+	// Every sender's bytes have arrived: the budget is exactly full, with
+	// each request's cost counted.
 	for s.otlp.WireBytes() < 2<<20 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -120,8 +120,8 @@ type Config struct {
 	// OTLPMemoryBudget bounds the OTLP requests decoded at once to
 	// budget/(2 × max-body) (at least one): a request being decoded holds
 	// its decompressed body and its decoded form, each up to the body
-	// limit. It also bounds the OTLP body bytes being received at once to
-	// budget; others wait briefly, then get 503
+	// limit. It also bounds the OTLP body bytes being received at once,
+	// with otlp.RequestCost counted per request, to budget; others wait briefly, then get 503
 	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
 	// negative = no limit.
 	OTLPMemoryBudget int64

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // procKiB reads a VmXXX figure of this process (Linux).
@@ -289,6 +291,45 @@ func BenchmarkSoak(b *testing.B) {
 			stop()
 		}
 	})
+	// 25,000 OTLP/gRPC calls that send a message's length prefix and one
+	// byte, then stall, over about 100 HTTP/2 connections (250 streams
+	// each). The calls come from a child process, so the peak is the
+	// exporter's alone.
+	b.Run("stalled", func(b *testing.B) {
+		for b.Loop() {
+			st, stop := startSoak(b)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
+			child := exec.Command(os.Args[0])
+			child.Env = append(os.Environ(), "SOAK_STALL_ADDR="+l.Addr().String(), "SOAK_STALL_CALLS=25000")
+			stdin, _ := child.StdinPipe()
+			out := &bytes.Buffer{}
+			child.Stdout, child.Stderr = out, out
+			if err := child.Start(); err != nil {
+				b.Fatal(err)
+			}
+			// The calls are in when the budget's count stops growing.
+			var last int64 = -1
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+				now := st.s.otlp.WireBytes()
+				if now == last && now > 0 {
+					break
+				}
+				last = now
+			}
+			b.ReportMetric(float64(st.s.otlp.WireBytes()), "wire_bytes_held")
+			b.ReportMetric(testutil.ToFloat64(st.s.otlpReqs.WithLabelValues(otlp.OutcomeBusy)), "refused_unavailable")
+			st.report(b)
+			_ = stdin.Close() // the helper exits when its stdin closes
+			_ = child.Wait()
+			cancel()
+			stop()
+		}
+	})
 	// 1,000 sequential runs with distinct testids, 20 simulated minutes
 	// apart, expiring as the TTL passes: memory plateaus, the last run is
 	// complete and nothing is dropped.
@@ -341,4 +382,40 @@ func grpcBombFrame() []byte {
 	frame := append([]byte{1, 0, 0, 0, 0}, zipped.Bytes()...)
 	binary.BigEndian.PutUint32(frame[1:5], uint32(zipped.Len()))
 	return frame
+}
+
+// TestMain runs the test binary as the attacker of BenchmarkSoak/stalled
+// when SOAK_STALL_ADDR is set, and as the tests otherwise.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("SOAK_STALL_ADDR"); addr != "" {
+		n, _ := strconv.Atoi(os.Getenv("SOAK_STALL_CALLS"))
+		stalledCalls(addr, n)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// stalledCalls starts n gRPC calls to addr that stall after one byte of
+// their message, and holds them until stdin closes.
+func stalledCalls(addr string, n int) {
+	p := new(http.Protocols)
+	p.SetUnencryptedHTTP2(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: p}}
+	var writers []*io.PipeWriter
+	for range n {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", pr)
+		req.Header.Set("Content-Type", "application/grpc")
+		go func() {
+			if resp, err := client.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}()
+		go func() { _, _ = pw.Write([]byte{0, 0, 0, 4, 0, 1}) }() // a 1 KiB message's prefix and one byte
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, pw := range writers {
+		_ = pw.Close()
+	}
 }

@@ -195,7 +195,7 @@ func TestGRPCSlowSendersHoldNoSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == 4*6 }, "the slow calls' first bytes")
+	waitFor(t, func() bool { return rc.wire.Load() == 4*(RequestCost+6) }, "the slow calls' first bytes")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Export(ctx, k6Export(t, 2)); err != nil {
@@ -203,5 +203,58 @@ func TestGRPCSlowSendersHoldNoSlot(t *testing.T) {
 	}
 	if sink.points == 0 || rc.InFlight() != 0 {
 		t.Errorf("points %d, slots held %d; want points taken and no slot held", sink.points, rc.InFlight())
+	}
+}
+
+// Stalled calls are bounded in number: each is charged RequestCost when
+// its message starts, so past the budget a call is refused at once with
+// UNAVAILABLE instead of holding a goroutine and buffers.
+func TestGRPCStalledCallsBounded(t *testing.T) {
+	rc := NewReceiver(newSumSink(), Options{MaxWireBytes: 3*RequestCost + 100})
+	_, _, addr := grpcReceiver(t, rc)
+	tr := h2c()
+	stall := func() (*io.PipeWriter, chan string) {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+exportPath, pr)
+		req.Header.Set("Content-Type", "application/grpc")
+		got := make(chan string, 1)
+		go func() {
+			resp, err := tr.Do(req)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			got <- resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status")
+		}()
+		if _, err := pw.Write([]byte{0, 0, 0, 4, 0, 1}); err != nil {
+			t.Fatal(err)
+		}
+		return pw, got
+	}
+	var held []chan string
+	for range 3 {
+		pw, got := stall()
+		t.Cleanup(func() { _ = pw.Close() })
+		held = append(held, got)
+	}
+	waitFor(t, func() bool { return rc.wire.Load() == 3*(RequestCost+6) }, "three stalled calls charged")
+	pw, got := stall()
+	defer pw.Close() //nolint:errcheck // test cleanup
+	select {
+	case s := <-got:
+		if s != "14" {
+			t.Errorf("a fourth stalled call: grpc-status %q, want 14 (UNAVAILABLE)", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a fourth stalled call past the budget was not refused at once")
+	}
+	for _, g := range held {
+		select {
+		case s := <-g:
+			t.Errorf("a stalled call within the budget ended early: %q", s)
+		default:
+		}
 	}
 }

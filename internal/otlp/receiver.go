@@ -139,10 +139,12 @@ type Options struct {
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
 	// MaxWireBytes bounds the bytes of OTLP bodies (HTTP and gRPC) being
-	// received, over all requests, charged as they arrive: a client
-	// sending slowly holds only what it has sent, so slow clients cannot
-	// take the decoding slots from others. Past it a request gets 503
-	// with Retry-After (a gRPC call UNAVAILABLE). 0 = no limit.
+	// received, over all requests, charged as they arrive, plus
+	// RequestCost for each request: a client sending slowly holds only
+	// what it has sent, so slow clients cannot take the decoding slots
+	// from others, and stalled requests are bounded in number. Past it a
+	// request gets 503 with Retry-After (a gRPC call UNAVAILABLE). 0 = no
+	// limit.
 	MaxWireBytes int64
 	// GRPCAuth, when set, checks each gRPC call's authorization header
 	// (as HTTP basic auth) before its message is read.
@@ -161,7 +163,7 @@ type Receiver struct {
 	cost    int   // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
-	wire    atomic.Int64  // OTLP/HTTP body bytes being received (MaxWireBytes)
+	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
 }
 
 // acquire takes a decoding slot, waiting up to BusyWait; false: none.
@@ -185,7 +187,8 @@ func (rc *Receiver) acquire(ctx context.Context) bool {
 	return false
 }
 
-// WireBytes is the OTLP/HTTP body bytes being received.
+// WireBytes is the OTLP body bytes being received, counting RequestCost
+// for each request.
 func (rc *Receiver) WireBytes() int64 { return rc.wire.Load() }
 
 // InFlight is the number of requests being decoded.
@@ -363,25 +366,37 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte,
 	return rc.readBody(w, r, rc.opts.MaxBody)
 }
 
-// readBody reads r's body up to limit bytes, charging each chunk to the
-// wire budget as it arrives; held is what it charged. The status says
-// why it failed: 413 past limit, 503 past the wire budget, 400 a broken
-// read.
+// RequestCost is what a request being received holds beyond its bytes
+// (its goroutine, the server's request and stream state, the first read
+// buffer), charged to the wire budget when its body starts: stalled
+// requests are then bounded in number, not only in the bytes they sent.
+const RequestCost = 64 << 10
+
+// readBody reads r's body up to limit bytes, charging RequestCost and
+// then each chunk to the wire budget as it arrives; held is what it
+// charged. The status says why it failed: 413 past limit, 503 past the
+// wire budget, 400 a broken read.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (raw []byte, held int64, status int, err error) {
+	if !rc.chargeWire(RequestCost) {
+		return nil, 0, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", rc.opts.MaxWireBytes)
+	}
+	held = RequestCost
 	src := http.MaxBytesReader(w, r.Body, limit)
 	var buf bytes.Buffer
-	chunk := make([]byte, 32<<10)
+	// The read buffer starts small, so a stalled request holds little,
+	// and grows while reads fill it.
+	chunk := make([]byte, 4<<10)
 	for {
 		n, rerr := src.Read(chunk)
 		if n > 0 {
-			if lim := rc.opts.MaxWireBytes; lim > 0 && rc.wire.Add(int64(n)) > lim {
-				rc.wire.Add(-int64(n))
-				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", lim)
-			} else if lim <= 0 {
-				rc.wire.Add(int64(n))
+			if !rc.chargeWire(int64(n)) {
+				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", rc.opts.MaxWireBytes)
 			}
 			held += int64(n)
 			buf.Write(chunk[:n])
+			if n == len(chunk) && len(chunk) < 32<<10 {
+				chunk = make([]byte, 2*len(chunk))
+			}
 		}
 		var mbe *http.MaxBytesError
 		switch {
@@ -393,6 +408,19 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64
 			return nil, held, http.StatusBadRequest, fmt.Errorf("reading body: %w", rerr)
 		}
 	}
+}
+
+// chargeWire adds n to the bytes being received; false (nothing added)
+// when that would pass MaxWireBytes.
+func (rc *Receiver) chargeWire(n int64) bool {
+	if lim := rc.opts.MaxWireBytes; lim > 0 && rc.wire.Add(n) > lim {
+		rc.wire.Add(-n)
+		return false
+	}
+	if rc.opts.MaxWireBytes <= 0 {
+		rc.wire.Add(n)
+	}
+	return true
 }
 
 // decompress undoes the body's content encoding. The body limit also

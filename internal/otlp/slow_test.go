@@ -22,7 +22,10 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := newSumSink()
-	rc := NewReceiver(sink, Options{MaxInFlight: 2, MaxWireBytes: int64(3 * len(body))})
+	// Room for four slow clients and three large bodies, each with its
+	// request cost, and not for another request's cost on top.
+	budget := int64(4*(RequestCost+1) + 3*(RequestCost+len(body)) + RequestCost/2)
+	rc := NewReceiver(sink, Options{MaxInFlight: 2, MaxWireBytes: budget})
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
 
@@ -40,7 +43,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		slow = append(slow, c)
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == 4 }, "the slow clients' first bytes")
+	slowHeld := int64(4 * (RequestCost + 1))
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients' first bytes")
 
 	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -54,8 +58,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 	if sink.points == 0 {
 		t.Fatal("normal export took no points")
 	}
-	if got := rc.wire.Load(); got != 4 {
-		t.Errorf("wire bytes after the export %d, want the slow clients' 4", got)
+	if got := rc.wire.Load(); got != slowHeld {
+		t.Errorf("wire bytes after the export %d, want the slow clients' %d", got, slowHeld)
 	}
 
 	// Three bodies' worth are being received: a fourth body overruns the
@@ -75,7 +79,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		big = append(big, c)
 	}
-	waitFor(t, func() bool { return rc.wire.Load() >= int64(2*len(body)) }, "the large bodies' bytes")
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld+int64(3*(RequestCost+len(body))) }, "the large bodies' bytes")
 	resp, err = http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
