@@ -79,6 +79,18 @@ func startSoak(b *testing.B) (*soakTarget, func()) {
 	return &soakTarget{s: s, base: "http://" + l.Addr().String()}, func() { cancel(); <-done }
 }
 
+// serveGRPC starts the exporter's OTLP/gRPC receiver on loopback; cancel
+// stops it.
+func (st *soakTarget) serveGRPC(b *testing.B) (addr string, cancel func()) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
+	return l.Addr().String(), cancel
+}
+
 func (st *soakTarget) post(b *testing.B, body []byte, gz bool) int {
 	req, _ := http.NewRequest(http.MethodPost, st.base+"/v1/metrics", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-protobuf")
@@ -248,17 +260,12 @@ func BenchmarkSoak(b *testing.B) {
 		client := &http.Client{Transport: &http.Transport{Protocols: p}}
 		for b.Loop() {
 			st, stop := startSoak(b)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
+			addr, cancel := st.serveGRPC(b)
 			var wg sync.WaitGroup
 			statuses := make([]string, 50)
 			for i := range 50 {
 				wg.Go(func() {
-					req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr().String()+"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", bytes.NewReader(frame))
+					req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", bytes.NewReader(frame))
 					req.Header.Set("Content-Type", "application/grpc")
 					req.Header.Set("Grpc-Encoding", "gzip")
 					resp, err := client.Do(req)
@@ -298,14 +305,9 @@ func BenchmarkSoak(b *testing.B) {
 	b.Run("stalled", func(b *testing.B) {
 		for b.Loop() {
 			st, stop := startSoak(b)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
+			addr, cancel := st.serveGRPC(b)
 			child := exec.Command(os.Args[0])
-			child.Env = append(os.Environ(), "SOAK_STALL_ADDR="+l.Addr().String(), "SOAK_STALL_CALLS=25000")
+			child.Env = append(os.Environ(), "SOAK_STALL_ADDR="+addr, "SOAK_STALL_CALLS=25000")
 			stdin, _ := child.StdinPipe()
 			out := &bytes.Buffer{}
 			child.Stdout, child.Stderr = out, out
