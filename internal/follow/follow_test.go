@@ -44,6 +44,12 @@ func start(t *testing.T, path string) (*collector, func() error) {
 // the deadline only stops a broken test).
 func waitFor(t *testing.T, c *collector, want int) []string {
 	t.Helper()
+	return waitLines(t, c, want, true)
+}
+
+// waitLines is waitFor and waitCount; show puts the lines in the failure.
+func waitLines(t *testing.T, c *collector, want int, show bool) []string {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		lines, _, _ := c.snapshot()
@@ -51,7 +57,10 @@ func waitFor(t *testing.T, c *collector, want int) []string {
 			return lines
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("got %d lines %q, want %d", len(lines), lines, want)
+			if show {
+				t.Fatalf("got %d lines %q, want %d", len(lines), lines, want)
+			}
+			t.Fatalf("got %d lines, want %d", len(lines), want)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
@@ -237,18 +246,9 @@ func TestTruncateRefillWithinPoll(t *testing.T) {
 	}
 }
 
-// waitCount is waitFor reporting only how many lines arrived.
+// waitCount is waitFor reporting only how many lines arrived (for runs
+// of thousands of lines).
 func waitCount(t *testing.T, c *collector, want int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		lines, _, _ := c.snapshot()
-		if len(lines) >= want {
-			return lines
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("got %d lines, want %d", len(lines), want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	return waitLines(t, c, want, false)
 }
