@@ -207,13 +207,11 @@ type stream struct {
 	value   float64
 	count   uint64
 	sum     float64
-	buckets []uint64          // explicit histogram counts
-	bounds  []float64         // their bounds, to detect a layout change
-	exp     map[int32]float64 // exponential: signed bucket key -> count (see expKey)
-	zero    uint64
-	scale   int32
-	used    bool // a point was taken: value/count are a baseline
-	cost    int  // buckets and bounds held
+	buckets []uint64  // explicit histogram counts
+	bounds  []float64 // their bounds, to detect a layout change
+	exp     *expPoint // exponential histogram layout and counts
+	used    bool      // a point was taken: value/count are a baseline
+	cost    int       // buckets and bounds held
 }
 
 // charge accounts a stream's new state of n buckets and bounds; false
@@ -825,14 +823,25 @@ func (x *metricIn) histogramPoint(dp *metricpb.HistogramDataPoint, cum bool) {
 		if st == nil {
 			return
 		}
-		if st.used && slices.Equal(bounds, st.bounds) && len(st.buckets) == len(counts) {
-			for i := range dc {
-				dc[i] = counts[i] - min(st.buckets[i], counts[i])
-			}
-			dsum -= st.sum
-		}
+		prevSum, prevCounts, prevBounds, used := st.sum, st.buckets, st.bounds, st.used
 		st.used = true
 		st.count, st.sum, st.buckets, st.bounds = dp.GetCount(), dp.GetSum(), slices.Clone(counts), slices.Clone(bounds)
+		if used {
+			// Buckets of two layouts cannot be told apart: the point
+			// becomes the baseline and only its increment is lost.
+			if !slices.Equal(bounds, prevBounds) {
+				x.bad("bounds_changed", x.perr("bounds_changed", "explicit bounds changed from %v to %v with the same start time", prevBounds, bounds))
+				return
+			}
+			for i := range dc {
+				if counts[i] < prevCounts[i] {
+					x.bad("not_monotonic", x.perr("not_monotonic", "bucket %d went down from %d to %d with the same start time", i, prevCounts[i], counts[i]))
+					return
+				}
+				dc[i] = counts[i] - prevCounts[i]
+			}
+			dsum -= prevSum
+		}
 	}
 	values := make([]float64, len(dc))
 	for i := range dc {
@@ -859,64 +868,34 @@ func (x *metricIn) exponentialPoint(dp *metricpb.ExponentialHistogramDataPoint, 
 		return
 	}
 	tags, _ := tagsOf(dp.GetAttributes())
-	cur := expCounts(dp)
-	dzero, dsum := dp.GetZeroCount(), dp.GetSum()
-	delta := cur
+	cur := expPointOf(dp)
+	delta, dsum := cur, dp.GetSum()
 	if cum {
-		// A map entry costs about two slice elements.
-		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), 2*len(cur))
+		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), cur.buckets())
 		if st == nil {
 			return
 		}
-		if st.used && dp.GetScale() == st.scale && st.exp != nil {
-			delta = map[int32]float64{}
-			for k, c := range cur {
-				if d := c - st.exp[k]; d > 0 {
-					delta[k] = d
-				}
-			}
-			dzero -= min(st.zero, dzero)
-			dsum -= st.sum
-		}
+		prev, prevSum, used := st.exp, st.sum, st.used
 		st.used = true
-		st.count, st.sum, st.zero, st.scale, st.exp = dp.GetCount(), dp.GetSum(), dp.GetZeroCount(), dp.GetScale(), cur
+		st.count, st.sum, st.exp = dp.GetCount(), dp.GetSum(), cur
+		if used && prev != nil {
+			var ok bool
+			if delta, ok = expDiff(prev, cur); !ok {
+				// The point becomes the baseline: the next one applies
+				// from it, and only this one's increment is lost.
+				x.bad("not_monotonic", x.perr("not_monotonic", "exponential buckets at scale %d are not a later state of those at scale %d with the same start time", cur.scale, prev.scale))
+				return
+			}
+			dsum -= prevSum
+		}
 	}
-	values, counts, ok := expBuckets(delta, dzero, dp.GetScale(), x.unitScale)
+	values, counts, ok := delta.values(x.unitScale)
 	if !ok {
 		x.bad("bad_histogram", x.perr("bad_histogram", "bucket beyond the float64 range at scale %d", dp.GetScale()))
 		return
 	}
 	x.seen(dp.GetTimeUnixNano())
 	x.sinkErr(x.rc.sink.AddBuckets(x.name, tags, values, counts, dsum*x.unitScale))
-}
-
-// expBuckets turns exponential bucket counts by index into values and
-// counts, the zero bucket first; ok is false when a bucket lies beyond
-// the float64 range.
-func expBuckets(delta map[int32]float64, zero uint64, scale int32, unitScale float64) (values []float64, counts []uint64, ok bool) {
-	base := math.Exp2(math.Exp2(-float64(scale)))
-	values = []float64{0}
-	counts = []uint64{zero}
-	keys := make([]int32, 0, len(delta))
-	for k := range delta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		idx, sign := int64(k), 1.0
-		if k < 0 {
-			idx, sign = -idx-1, -1
-		}
-		// OTel bucket idx holds (base^idx, base^(idx+1)]; use its
-		// geometric middle.
-		v := sign * math.Pow(base, float64(idx)+0.5) * unitScale
-		if !finite(v) {
-			return nil, nil, false
-		}
-		values = append(values, v)
-		counts = append(counts, uint64(delta[k]))
-	}
-	return values, counts, true
 }
 
 // checkHistogram says what is wrong with an explicit histogram point, or "".
@@ -988,26 +967,6 @@ func checkExponential(dp *metricpb.ExponentialHistogramDataPoint, unitScale floa
 func (rc *Receiver) dropStream() error {
 	rc.opts.OnDrop("streams")
 	return fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets: %w", rc.opts.StreamLimit, StreamBucketBudget, ErrDropped)
-}
-
-// expCounts keys positive bucket i as i and negative bucket i as -i-1.
-func expCounts(dp *metricpb.ExponentialHistogramDataPoint) map[int32]float64 {
-	out := map[int32]float64{}
-	if p := dp.GetPositive(); p != nil {
-		for j, c := range p.GetBucketCounts() {
-			if c > 0 {
-				out[p.GetOffset()+int32(j)] = float64(c)
-			}
-		}
-	}
-	if ng := dp.GetNegative(); ng != nil {
-		for j, c := range ng.GetBucketCounts() {
-			if c > 0 {
-				out[-(ng.GetOffset()+int32(j))-1] = float64(c)
-			}
-		}
-	}
-	return out
 }
 
 // representative is the value standing for bucket i's samples: the

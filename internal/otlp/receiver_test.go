@@ -330,7 +330,7 @@ func TestStreamBucketBudget(t *testing.T) {
 	for i := range counts {
 		counts[i] = 1
 	}
-	const streams = 400
+	const streams = 800
 	rejected := 0
 	for batch := range 4 {
 		var dps []*metricpb.ExponentialHistogramDataPoint
@@ -345,7 +345,7 @@ func TestStreamBucketBudget(t *testing.T) {
 		_, r, _ := rc.Consume(req.GetResourceMetrics())
 		rejected += r
 	}
-	perStream := 2 * len(counts)
+	perStream := len(counts) // one dense count per bucket
 	if rc.cost > StreamBucketBudget {
 		t.Errorf("streams hold %d buckets, budget %d", rc.cost, StreamBucketBudget)
 	}
