@@ -367,8 +367,14 @@ func (b *nativeBuckets) bucketOf(t *testing.T, i uint64) (lo, hi float64) {
 // counts exact, sums to rounding.
 func checkSummary(t *testing.T, s *Server, summary string) {
 	t.Helper()
+	checkSummaryAgainst(t, s, summaryMetrics(t, summary))
+}
+
+// checkSummaryAgainst is checkSummary with the summary's metrics read.
+func checkSummaryAgainst(t *testing.T, s *Server, metrics map[string]map[string]float64) {
+	t.Helper()
 	checked := 0
-	for name, m := range summaryMetrics(t, summary) {
+	for name, m := range metrics {
 		if strings.Contains(name, "{") {
 			continue // a submetric: a subset of its metric's series
 		}

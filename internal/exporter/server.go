@@ -159,6 +159,7 @@ type Server struct {
 	overflow *prometheus.CounterVec
 	reopens  prometheus.Counter
 	pushErrs prometheus.Counter
+	starts   prometheus.Counter // OTLP stream identities with a new start time
 	otlpReqs *prometheus.CounterVec
 
 	bufPool sync.Pool
@@ -267,6 +268,7 @@ func (s *Server) registerSelfMetrics(limit int) {
 	s.overflow = vec(catalogue.ExporterSeriesOverflow)
 	s.reopens = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterFollowReopens.Name, Help: catalogue.ExporterFollowReopens.Help})
 	s.pushErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPPushErrors.Name, Help: catalogue.ExporterOTLPPushErrors.Help})
+	s.starts = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPStreamStarts.Name, Help: catalogue.ExporterOTLPStreamStarts.Help})
 	s.st.onOverflow = func(reason string) { s.overflow.WithLabelValues(reason).Inc() }
 	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
 		s.overflow.WithLabelValues(r)
@@ -282,7 +284,7 @@ func (s *Server) registerSelfMetrics(limit int) {
 	limitGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: catalogue.ExporterSeriesLimit.Name, Help: catalogue.ExporterSeriesLimit.Help},
 		func() float64 { return float64(limit) })
 
-	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, seriesGauge, limitGauge,
+	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, s.starts, seriesGauge, limitGauge,
 		versioncollector.NewCollector("envelope_exporter"))
 }
 
@@ -319,6 +321,7 @@ func (s *Server) newOTLPReceiver() error {
 		OnDrop: func(reason string) {
 			s.overflow.WithLabelValues(reason).Inc()
 		},
+		OnNewStart: s.starts.Inc,
 	})
 	return nil
 }

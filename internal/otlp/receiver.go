@@ -135,6 +135,10 @@ type Options struct {
 	// OnDrop is told each point dropped over a receiver limit (reason
 	// "streams").
 	OnDrop func(reason string)
+	// OnNewStart is told each new start time of a stream identity already
+	// held: another instance with the same resource and attributes, or a
+	// restart. Its streams are kept apart and add up.
+	OnNewStart func()
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
@@ -158,9 +162,10 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	seed    maphash.Seed
-	streams map[uint64]*stream
-	clock   int64 // unix ns stamped on streams as they are used (Expire)
-	cost    int   // buckets and bounds held by all streams (StreamBucketBudget)
+	streams map[uint64]*stream   // by identity and start time (gauges: identity)
+	idents  map[uint64]*identity // by identity: resource, metric, attributes
+	clock   int64                // unix ns stamped on streams as they are used (Expire)
+	cost    int                  // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
 	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
@@ -200,32 +205,6 @@ func (rc *Receiver) release() {
 	}
 }
 
-// stream is the last cumulative state of one data point stream.
-type stream struct {
-	start   uint64
-	seen    int64 // last use, Receiver.clock
-	value   float64
-	count   uint64
-	sum     float64
-	buckets []uint64  // explicit histogram counts
-	bounds  []float64 // their bounds, to detect a layout change
-	exp     *expPoint // exponential histogram layout and counts
-	used    bool      // a point was taken: value/count are a baseline
-	cost    int       // buckets and bounds held
-}
-
-// charge accounts a stream's new state of n buckets and bounds; false
-// (nothing charged) when it would grow past StreamBucketBudget.
-func (rc *Receiver) charge(st *stream, n int) bool {
-	d := n - st.cost
-	if d > 0 && rc.cost+d > StreamBucketBudget {
-		return false
-	}
-	rc.cost += d
-	st.cost = n
-	return true
-}
-
 // NewReceiver builds a Receiver feeding sink.
 func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.MaxBody <= 0 {
@@ -240,38 +219,17 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnDrop == nil {
 		opts.OnDrop = func(string) {}
 	}
+	if opts.OnNewStart == nil {
+		opts.OnNewStart = func() {}
+	}
 	if opts.StreamLimit <= 0 {
 		opts.StreamLimit = DefaultStreamLimit
 	}
-	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, now: time.Now}
+	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now}
 	if opts.MaxInFlight > 0 {
 		rc.slots = make(chan struct{}, opts.MaxInFlight)
 	}
 	return rc
-}
-
-// Streams is the number of cumulative streams remembered.
-func (rc *Receiver) Streams() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.streams)
-}
-
-// Expire forgets the cumulative streams not used since before; it
-// returns how many. A stream seen again later starts from its next
-// point's full value, as after a restart.
-func (rc *Receiver) Expire(before time.Time) int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	n := 0
-	for k, st := range rc.streams {
-		if st.seen < before.UnixNano() {
-			rc.cost -= st.cost
-			delete(rc.streams, k)
-			n++
-		}
-	}
-	return n
 }
 
 // ServeHTTP implements OTLP/HTTP: POST, Content-Type application/x-protobuf
@@ -678,36 +636,6 @@ func (x *metricIn) bad(reason string, e *pointError) { x.c.reject(reason, e, 1) 
 // sinkErr files the sink's answer for one data point.
 func (x *metricIn) sinkErr(err error) { x.c.sinkErr(x.m.GetName(), err) }
 
-// stream finds the cumulative state of a data point's stream; nil when
-// the stream limit is reached (the point is then counted as dropped).
-func (x *metricIn) stream(attrs []*commonpb.KeyValue, start uint64) *stream {
-	st := x.rc.stream(x.resKey, x.m.GetName(), attrs, start)
-	if st == nil {
-		x.sinkErr(x.rc.dropStream())
-	}
-	return st
-}
-
-// histStream is a cumulative histogram point's stream, ready to take a
-// state of cost buckets; nil when the point must not be applied: over the
-// stream limit or the bucket budget (counted as drops), or late, a count
-// below one already seen for the same start time (counted as bad).
-func (x *metricIn) histStream(attrs []*commonpb.KeyValue, start, count uint64, cost int) *stream {
-	st := x.stream(attrs, start)
-	if st == nil {
-		return nil
-	}
-	if st.used && count < st.count {
-		x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative count %d below %d already seen for the same start time", count, st.count))
-		return nil
-	}
-	if !x.rc.charge(st, cost) {
-		x.sinkErr(x.rc.dropStream())
-		return nil
-	}
-	return st
-}
-
 func cumulative(t metricpb.AggregationTemporality) bool {
 	return t != metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_DELTA
 }
@@ -740,20 +668,23 @@ func (x *metricIn) sumPoint(dp *metricpb.NumberDataPoint, typ k6.MetricType, cum
 	}
 	tags, cond := tagsOf(dp.GetAttributes())
 	if typ == k6.Gauge {
+		if !x.gaugeFresh(dp.GetAttributes(), dp.GetTimeUnixNano()) {
+			return
+		}
 		x.seen(dp.GetTimeUnixNano())
 		x.sinkErr(x.rc.sink.SetGauge(x.name, tags, v*x.unitScale))
 		return
 	}
 	delta := v
 	if cum {
-		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano())
+		st := x.stream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetTimeUnixNano())
 		if st == nil {
 			return
 		}
 		if st.used && v < st.value {
 			// Same start time, lower value: an earlier export
 			// arriving late. Only a new start time is a reset.
-			x.rc.opts.OnBad("late_point", x.perr("late_point", "cumulative value %v below %v already seen for the same start time", v, st.value))
+			x.bad("late_point", x.perr("late_point", "cumulative value %v below %v already seen for the same start time", v, st.value))
 			return
 		}
 		if st.used {
@@ -792,6 +723,9 @@ func (x *metricIn) gauge(d *metricpb.Gauge) *pointError {
 			x.bad("bad_value", x.perr("bad_value", "gauge value %v", number(dp)))
 			continue
 		}
+		if !x.gaugeFresh(dp.GetAttributes(), dp.GetTimeUnixNano()) {
+			continue
+		}
 		tags, _ := tagsOf(dp.GetAttributes())
 		x.seen(dp.GetTimeUnixNano())
 		x.sinkErr(x.rc.sink.SetGauge(x.name, tags, v))
@@ -819,7 +753,7 @@ func (x *metricIn) histogramPoint(dp *metricpb.HistogramDataPoint, cum bool) {
 	tags, _ := tagsOf(dp.GetAttributes())
 	dc, dsum := slices.Clone(counts), dp.GetSum()
 	if cum {
-		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), len(counts)+len(bounds))
+		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetTimeUnixNano(), dp.GetCount(), len(counts)+len(bounds))
 		if st == nil {
 			return
 		}
@@ -871,7 +805,7 @@ func (x *metricIn) exponentialPoint(dp *metricpb.ExponentialHistogramDataPoint, 
 	cur := expPointOf(dp)
 	delta, dsum := cur, dp.GetSum()
 	if cum {
-		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetCount(), cur.buckets())
+		st := x.histStream(dp.GetAttributes(), dp.GetStartTimeUnixNano(), dp.GetTimeUnixNano(), dp.GetCount(), cur.buckets())
 		if st == nil {
 			return
 		}
@@ -963,12 +897,6 @@ func checkExponential(dp *metricpb.ExponentialHistogramDataPoint, unitScale floa
 	return ""
 }
 
-// dropStream refuses a point whose new stream would pass the limit.
-func (rc *Receiver) dropStream() error {
-	rc.opts.OnDrop("streams")
-	return fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets: %w", rc.opts.StreamLimit, StreamBucketBudget, ErrDropped)
-}
-
 // representative is the value standing for bucket i's samples: the
 // middle of (bounds[i-1], bounds[i]]; the first bucket's upper bound
 // (k6's is 0); the last bucket's lower bound, or the max when known.
@@ -1058,32 +986,4 @@ func (rc *Receiver) resourceKey(attrs []*commonpb.KeyValue) uint64 {
 	h.SetSeed(rc.seed)
 	hashAttrs(&h, attrs)
 	return h.Sum64()
-}
-
-// stream finds or creates the state of a cumulative stream; a new start
-// time replaces the state (the producer restarted). nil: a new stream
-// past the stream limit.
-func (rc *Receiver) stream(resKey uint64, metric string, attrs []*commonpb.KeyValue, start uint64) *stream {
-	var h maphash.Hash
-	h.SetSeed(rc.seed)
-	var rk [8]byte
-	binary.LittleEndian.PutUint64(rk[:], resKey)
-	_, _ = h.Write(rk[:]) // a maphash.Hash write cannot fail
-	h.WriteString(metric)
-	h.WriteByte(0)
-	hashAttrs(&h, attrs)
-	k := h.Sum64()
-	st := rc.streams[k]
-	if st == nil && len(rc.streams) >= rc.opts.StreamLimit {
-		return nil
-	}
-	if st == nil || st.start != start {
-		if st != nil {
-			rc.cost -= st.cost
-		}
-		st = &stream{start: start}
-		rc.streams[k] = st
-	}
-	st.seen = rc.clock
-	return st
 }
