@@ -1,22 +1,11 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/prometheus/exporter-toolkit/web"
-	"go.yaml.in/yaml/v3"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // ExpireRuns removes the runs whose last point arrived more than
@@ -80,81 +69,4 @@ func (s *Server) writeJSON(w http.ResponseWriter, v any) {
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		s.log.Debug("writing response", "err", err)
 	}
-}
-
-// readWebConfig reads an exporter-toolkit web config file; nil without
-// one.
-func readWebConfig(path string) (*web.Config, error) {
-	if path == "" {
-		return nil, nil
-	}
-	content, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("web config: %w", err)
-	}
-	c := &web.Config{TLSConfig: web.TLSConfig{MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS13}}
-	dec := yaml.NewDecoder(bytes.NewReader(content))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && err.Error() != "EOF" {
-		return nil, fmt.Errorf("web config %s: %w", path, err)
-	}
-	c.TLSConfig.SetDirectory(filepath.Dir(path))
-	return c, nil
-}
-
-// grpcTLS is the gRPC receiver's TLS configuration from the web
-// config's TLS settings (nil without TLS).
-func grpcTLS(path string) (*tls.Config, error) {
-	c, err := readWebConfig(path)
-	if err != nil || c == nil || !c.TLSConfig.IsEnabled() {
-		return nil, err
-	}
-	tc, err := web.ConfigToTLSConfig(&c.TLSConfig)
-	if err != nil {
-		return nil, fmt.Errorf("web config %s: TLS for the OTLP gRPC receiver: %w", path, err)
-	}
-	return tc, nil
-}
-
-// grpcAuth checks gRPC authorization headers against the web config's
-// basic_auth_users, as exporter-toolkit does for HTTP; nil without users.
-// Results are cached (bounded) so bcrypt runs once per credential.
-func grpcAuth(path string) (func(string) bool, error) {
-	c, err := readWebConfig(path)
-	if err != nil || c == nil || len(c.Users) == 0 {
-		return nil, err
-	}
-	users := map[string]string{}
-	for u, p := range c.Users {
-		users[u] = string(p)
-	}
-	var mu sync.Mutex
-	cache := map[string]bool{}
-	return func(header string) bool {
-		raw, ok := strings.CutPrefix(header, "Basic ")
-		if !ok {
-			return false
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if ok, hit := cache[raw]; hit {
-			return ok
-		}
-		dec, err := base64.StdEncoding.DecodeString(raw)
-		if err != nil {
-			return false
-		}
-		user, pass, _ := strings.Cut(string(dec), ":")
-		hash, known := users[user]
-		if !known {
-			// A fixed hash ("fakepassword"), so unknown users take as long.
-			hash = "$2y$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi"
-		}
-		ok = known && bcrypt.CompareHashAndPassword([]byte(hash), []byte(pass)) == nil
-		if len(cache) >= 64 {
-			clear(cache)
-		}
-		cache[raw] = ok
-		return ok
-	}, nil
 }

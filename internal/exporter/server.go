@@ -146,6 +146,7 @@ type Server struct {
 	reg   *prometheus.Registry
 	k6Reg *prometheus.Registry // k6 and envelope series only (OTLP push)
 	otlp  *otlp.Receiver
+	web   *webConfig // --web.config.file for gRPC; nil without one
 	rlog  *rateLog
 	ready atomic.Bool
 	// grpcErr holds why the gRPC receiver stopped serving: /-/ready
@@ -297,9 +298,13 @@ func (s *Server) newOTLPReceiver() error {
 		// decoded form, each up to the body limit.
 		inflight = int(max(cfg.OTLPMemoryBudget/(2*cfg.OTLPMaxBody), 1))
 	}
-	auth, err := grpcAuth(cfg.WebConfigFile)
-	if err != nil {
-		return err
+	var auth func(string) bool
+	if cfg.WebConfigFile != "" {
+		wc, err := newWebConfig(cfg.WebConfigFile)
+		if err != nil {
+			return err
+		}
+		s.web, auth = wc, wc.checkAuth
 	}
 	s.otlp = otlp.NewReceiver((*otlpSink)(s), otlp.Options{
 		MaxBody:     cfg.OTLPMaxBody,
@@ -464,7 +469,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.OTLPGRPCAddress != "" {
 		// Built first: a web config the gRPC receiver cannot honour
 		// stops the start.
-		tc, err := grpcTLS(s.cfg.WebConfigFile)
+		tc, err := s.grpcTLS()
 		if err != nil {
 			return err
 		}
@@ -489,12 +494,21 @@ func (s *Server) httpServer() *http.Server {
 // gracefully. It applies the web config's TLS and basic auth. An error
 // that stops it early is logged and makes /-/ready fail.
 func (s *Server) ServeGRPC(ctx context.Context, l net.Listener) error {
-	tc, err := grpcTLS(s.cfg.WebConfigFile)
+	tc, err := s.grpcTLS()
 	if err != nil {
 		_ = l.Close() // never served; the config error is the one to report
 		return err
 	}
 	return s.serveGRPC(ctx, l, tc)
+}
+
+// grpcTLS is the gRPC receiver's TLS: each connection takes the web
+// config's current settings (nil without TLS at start).
+func (s *Server) grpcTLS() (*tls.Config, error) {
+	if s.web == nil {
+		return nil, nil
+	}
+	return s.web.rotatingTLS()
 }
 
 func (s *Server) serveGRPC(ctx context.Context, l net.Listener, tc *tls.Config) error {

@@ -326,3 +326,44 @@ func TestCumulativeExponentialSequences(t *testing.T) {
 		checkCumulativeSequence(t, data)
 	}
 }
+
+func histReq(start uint64, bounds []float64, counts ...uint64) []*metricpb.ResourceMetrics {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	return []*metricpb.ResourceMetrics{{ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{{
+		Name: "k6_http_req_duration", Unit: "ms", Data: &metricpb.Metric_Histogram{Histogram: &metricpb.Histogram{
+			AggregationTemporality: metricpb.AggregationTemporality_AGGREGATION_TEMPORALITY_CUMULATIVE,
+			DataPoints: []*metricpb.HistogramDataPoint{{StartTimeUnixNano: start, TimeUnixNano: start + n, Count: n,
+				ExplicitBounds: bounds, BucketCounts: counts}}}}}}}}}}
+}
+
+// An explicit histogram whose bounds change with the same start time is
+// refused for that point, with its reason; it becomes the baseline of
+// the next point, which applies its own increment only.
+func TestExplicitBoundsChanged(t *testing.T) {
+	sink := newSumSink()
+	var reasons []string
+	rc := NewReceiver(sink, Options{OnBad: func(reason string, _ error) { reasons = append(reasons, reason) }})
+	steps := []struct {
+		req      []*metricpb.ResourceMetrics
+		rejected int
+		count    uint64
+	}{
+		{histReq(1, []float64{10, 100}, 1, 2, 3), 0, 6},
+		{histReq(1, []float64{10, 100}, 2, 2, 3), 0, 7},
+		{histReq(1, []float64{5, 10, 100}, 1, 1, 2, 4), 1, 7}, // new layout: refused
+		{histReq(1, []float64{5, 10, 100}, 1, 2, 2, 5), 0, 9}, // from the new baseline
+		{histReq(1, []float64{5, 10, 100}, 1, 1, 2, 6), 1, 9}, // a bucket went down
+	}
+	for i, s := range steps {
+		_, rejected, _ := rc.Consume(s.req)
+		if rejected != s.rejected || sink.hcount["http_req_duration"] != s.count {
+			t.Errorf("step %d: %d rejected, count %d; want %d, %d", i, rejected, sink.hcount["http_req_duration"], s.rejected, s.count)
+		}
+	}
+	if !slices.Equal(reasons, []string{"bounds_changed", "not_monotonic"}) {
+		t.Errorf("reasons %v", reasons)
+	}
+}
