@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/envelope-dev/envelope/internal/k6"
@@ -10,7 +9,8 @@ import (
 
 // otlpSink adapts the Server to otlp.Sink: the receiver turns cumulative
 // OTLP points into deltas and hands them over here. Errors refuse the
-// point; the receiver reports them in partial_success.
+// point: the receiver reports them in partial_success and hands each
+// refusal back to Refuse, which counts it.
 type otlpSink Server
 
 func (o *otlpSink) srv() *Server { return (*Server)(o) }
@@ -18,49 +18,35 @@ func (o *otlpSink) srv() *Server { return (*Server)(o) }
 func (o *otlpSink) Define(name string, typ k6.MetricType, contains k6.ValueType) error {
 	f, err := o.st.define(name, typ, contains)
 	if err != nil {
-		if !errors.Is(err, otlp.ErrDropped) {
-			o.srv().countBad(SourceOTLP, badReason(err), err)
-		}
-		return counted{err}
+		return refusalOf(err)
 	}
 	// A metric seen first in NDJSON keeps its type; refuse a mismatch.
 	if f.typ != typ {
-		return fmt.Errorf("already defined as a %s, not a %s", f.typ, typ)
+		return otlp.Refuse("type_conflict", fmt.Errorf("already defined as a %s, not a %s", f.typ, typ))
 	}
 	return nil
 }
 
-// series finds the series of a point; refusals are counted here.
+// series finds the series of a point; a repaired label value is counted
+// at once (the point is taken).
 func (o *otlpSink) series(name string, tags map[string]string) (*family, *series, error) {
 	bp := o.bufPool.Get().(*[]byte)
 	f, s, b, fixed, err := o.st.seriesFor(name, *bp, tags, false)
 	*bp = b
 	o.bufPool.Put(bp)
 	if fixed {
-		o.srv().countBad(SourceOTLP, "invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", name))
+		o.srv().refuse(SourceOTLP, otlp.Refuse("invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", name)), 1)
 	}
 	if err != nil {
-		if !errors.Is(err, otlp.ErrDropped) { // limits are counted as overflow
-			o.srv().countBad(SourceOTLP, badReason(err), err)
-		}
-		return f, nil, counted{err}
+		return f, nil, refusalOf(err)
 	}
 	return f, s, nil
 }
 
-// counted marks a refusal the sink has counted (otlp.ErrDropped), so the
-// receiver does not count it again.
-type counted struct{ error }
-
-func (c counted) Unwrap() error        { return c.error }
-func (c counted) Is(target error) bool { return target == otlp.ErrDropped }
-
 // refuseOverflow refuses a point that would make a figure infinite or wrap a
 // count.
 func (o *otlpSink) refuseOverflow(name string) error {
-	err := fmt.Errorf("metric %q: %w", name, errOverflow)
-	o.srv().countBad(SourceOTLP, "overflow", err)
-	return counted{err}
+	return otlp.Refuse("overflow", fmt.Errorf("metric %q: %w", name, errOverflow))
 }
 
 func (o *otlpSink) AddCounter(name string, tags map[string]string, delta float64) error {
@@ -120,6 +106,8 @@ func (o *otlpSink) AddBuckets(name string, tags map[string]string, values []floa
 	}
 	return nil
 }
+
+func (o *otlpSink) Refuse(r *otlp.Refusal, points int) { o.srv().refuse(SourceOTLP, r, points) }
 
 func (o *otlpSink) Ingested(n int, newest int64) {
 	srv := o.srv()

@@ -36,7 +36,7 @@ const (
 // captureBodies reads a capture's export requests as protobuf bodies:
 // gRPC bodies lose their 5-byte message prefix (uncompressed in these
 // captures).
-func captureBodies(t *testing.T, pattern string) [][]byte {
+func captureBodies(t testing.TB, pattern string) [][]byte {
 	t.Helper()
 	var out [][]byte
 	for _, p := range fixtures.Glob(t, pattern) {

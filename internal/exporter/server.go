@@ -270,7 +270,6 @@ func (s *Server) registerSelfMetrics(limit int) {
 	s.reopens = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterFollowReopens.Name, Help: catalogue.ExporterFollowReopens.Help})
 	s.pushErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPPushErrors.Name, Help: catalogue.ExporterOTLPPushErrors.Help})
 	s.starts = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPStreamStarts.Name, Help: catalogue.ExporterOTLPStreamStarts.Help})
-	s.st.onOverflow = func(reason string) { s.overflow.WithLabelValues(reason).Inc() }
 	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
 		s.overflow.WithLabelValues(r)
 	}
@@ -318,13 +317,8 @@ func (s *Server) newOTLPReceiver() error {
 		OnRequest: func(outcome string, points int, err error) {
 			s.otlpReqs.WithLabelValues(outcome).Inc()
 			if err != nil && outcome != otlp.OutcomeBusy {
-				s.bad.WithLabelValues(SourceOTLP, outcome).Inc()
-				s.rlog.warn(outcome, "rejected OTLP request", "err", err)
+				s.refuse(SourceOTLP, otlp.Refuse(outcome, fmt.Errorf("rejected OTLP request: %w", err)), 1)
 			}
-		},
-		OnBad: func(reason string, err error) { s.countBad(SourceOTLP, reason, err) },
-		OnDrop: func(reason string) {
-			s.overflow.WithLabelValues(reason).Inc()
 		},
 		OnNewStart: s.starts.Inc,
 	})
@@ -350,12 +344,6 @@ type k6Collector struct{ st *store }
 func (c *k6Collector) Describe(chan<- *prometheus.Desc) {}
 func (c *k6Collector) Collect(ch chan<- prometheus.Metric) {
 	c.st.collect(ch)
-}
-
-// countBad counts and (rate-limited) logs one refused or repaired input.
-func (s *Server) countBad(src, reason string, err error) {
-	s.bad.WithLabelValues(src, reason).Inc()
-	s.rlog.warn(src+"_"+reason, "bad k6 input", "source", src, "reason", reason, "err", err)
 }
 
 // PushFailed counts a failed OTLP push (otelpush.Options.OnError).
@@ -585,8 +573,8 @@ func (s *Server) DefineMetric(def *k6.MetricDef) {
 }
 
 func (s *Server) defineMetric(src string, def *k6.MetricDef) {
-	if _, err := s.st.define(def.Name, def.Type, def.Contains); err != nil && !errors.Is(err, otlp.ErrDropped) {
-		s.countBad(src, badReason(err), err)
+	if _, err := s.st.define(def.Name, def.Type, def.Contains); err != nil {
+		s.refuse(src, refusalOf(err), 1)
 	}
 }
 
@@ -595,27 +583,26 @@ func (s *Server) defineMetric(src string, def *k6.MetricDef) {
 func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool) {
 	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 		// One NaN would turn a histogram's sum into NaN for good.
-		s.countBad(src, "bad_value", fmt.Errorf("metric %q: value %v", p.Metric, p.Value))
+		s.refuse(src, otlp.Refuse("bad_value", fmt.Errorf("metric %q: value %v", p.Metric, p.Value)), 1)
 		return buf, false
 	}
 	f, ser, buf, fixed, err := s.st.seriesFor(p.Metric, buf, p.Tags, src == SourceResults)
 	if fixed {
-		s.countBad(src, "invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", p.Metric))
+		s.refuse(src, otlp.Refuse("invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", p.Metric)), 1)
 	}
 	if err != nil {
-		if !errors.Is(err, otlp.ErrDropped) {
-			s.countBad(src, badReason(err), fmt.Errorf("metric %q: %w", strings.ToValidUTF8(p.Metric, "\uFFFD"), err))
-		}
+		r := refusalOf(err)
+		s.refuse(src, &otlp.Refusal{Reason: r.Reason, Overflow: r.Overflow, Err: fmt.Errorf("metric %q: %w", strings.ToValidUTF8(p.Metric, "\uFFFD"), err)}, 1)
 		return buf, false
 	}
 	if f.typ == k6.Counter && p.Value < 0 {
 		// A Prometheus counter never goes down; a negative increment
 		// would read as a counter reset.
-		s.countBad(src, "bad_value", fmt.Errorf("metric %q: negative counter sample %v", p.Metric, p.Value))
+		s.refuse(src, otlp.Refuse("bad_value", fmt.Errorf("metric %q: negative counter sample %v", p.Metric, p.Value)), 1)
 		return buf, false
 	}
 	if err := s.st.sample(f, ser, p.Value); err != nil {
-		s.countBad(src, badReason(err), fmt.Errorf("metric %q: value %v: %w", p.Metric, p.Value, err))
+		s.refuse(src, otlp.Refuse(badReason(err), fmt.Errorf("metric %q: value %v: %w", p.Metric, p.Value, err)), 1)
 		return buf, false
 	}
 	return buf, true
@@ -662,7 +649,7 @@ func (li *lineIngester) bad(e *k6.LineError) error {
 	case errors.Is(e, k6.ErrNotImplemented):
 		reason = "parser_unavailable"
 	}
-	li.s.countBad(li.src, reason, fmt.Errorf("%s: line %d: %w", e.File, e.Line, e.Err))
+	li.s.refuse(li.src, otlp.Refuse(reason, fmt.Errorf("%s: line %d: %w", e.File, e.Line, e.Err)), 1)
 	return nil
 }
 

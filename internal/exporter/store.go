@@ -136,8 +136,6 @@ type store struct {
 
 	runMu sync.Mutex
 	runs  map[string]*run // by testid
-
-	onOverflow func(reason string)
 }
 
 // Overflow reasons: what limit a dropped sample met.
@@ -149,14 +147,15 @@ const (
 
 func newStore(allow []string, limit int, envs []*envelope.Envelope) *store {
 	st := &store{allow: allow, limit: limit, envs: envs, now: time.Now, families: map[string]*family{},
-		names: map[string]string{}, runs: map[string]*run{}, native: &nativeLimit{}, onOverflow: func(string) {}}
+		names: map[string]string{}, runs: map[string]*run{}, native: &nativeLimit{}}
 	st.clock.Store(st.now().UnixNano())
 	return st
 }
 
 // Errors of samples the store refuses; badReason names their
-// bad_lines_total reason. Limit errors wrap otlp.ErrDropped: the store
-// counts them in the overflow counter.
+// bad_lines_total reason. Limit errors are overflow refusals
+// (*otlp.Refusal). The store counts nothing: its callers report each
+// refusal to Server.refuse.
 var (
 	// errUnknownMetric is returned for a sample of a metric with no Metric
 	// line and no built-in type.
@@ -213,8 +212,7 @@ func (st *store) define(name string, typ k6.MetricType, contains k6.ValueType) (
 		return f, nil
 	}
 	if st.metricLimit > 0 && len(st.families) >= st.metricLimit {
-		st.onOverflow(OverflowMetrics)
-		return nil, fmt.Errorf("metric %q: over the limit of %d k6 metrics: %w", name, st.metricLimit, otlp.ErrDropped)
+		return nil, otlp.Overflow(OverflowMetrics, fmt.Errorf("metric %q: over the limit of %d k6 metrics", name, st.metricLimit))
 	}
 	f = st.newFamily(name, typ, contains)
 	if other, ok := st.names[f.name]; ok {
@@ -467,7 +465,7 @@ func (st *store) find(f *family, buf []byte, tags map[string]string) (*series, [
 }
 
 // get returns the series for tags, creating it unless the store is full
-// (an error wrapping otlp.ErrDropped, counted) or f has expired
+// (an overflow refusal) or f has expired
 // (errFamilyGone). Tags must have passed checkTags.
 func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []byte, error) {
 	s, buf := st.find(f, buf, tags)
@@ -483,8 +481,7 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 		return s, buf, nil
 	}
 	if st.limit > 0 && st.nseries.Load() >= int64(st.limit) {
-		st.onOverflow(OverflowSeries)
-		return nil, buf, fmt.Errorf("over the limit of %d k6 series: %w", st.limit, otlp.ErrDropped)
+		return nil, buf, otlp.Overflow(OverflowSeries, fmt.Errorf("over the limit of %d k6 series", st.limit))
 	}
 	values := make([]string, len(f.labels))
 	for i, l := range f.labels {

@@ -200,6 +200,5 @@ func (x *metricIn) gaugeFresh(attrs []*commonpb.KeyValue, t uint64) bool {
 
 // dropStream refuses a point whose new stream would pass the limit.
 func (rc *Receiver) dropStream() error {
-	rc.opts.OnDrop("streams")
-	return fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets: %w", rc.opts.StreamLimit, StreamBucketBudget, ErrDropped)
+	return Overflow(refuseStreams, fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets", rc.opts.StreamLimit, StreamBucketBudget))
 }

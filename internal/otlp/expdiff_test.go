@@ -183,6 +183,7 @@ func (s *bucketSink) AddCounter(string, map[string]string, float64) error     { 
 func (s *bucketSink) SetGauge(string, map[string]string, float64) error       { return nil }
 func (s *bucketSink) AddRate(string, map[string]string, uint64, uint64) error { return nil }
 func (s *bucketSink) Ingested(int, int64)                                     {}
+func (s *bucketSink) Refuse(*Refusal, int)                                    {}
 func (s *bucketSink) AddBuckets(_ string, _ map[string]string, values []float64, counts []uint64, sum float64) error {
 	s.values = append(s.values, values...)
 	s.counts = append(s.counts, counts...)
@@ -344,8 +345,7 @@ func histReq(start uint64, bounds []float64, counts ...uint64) []*metricpb.Resou
 // the next point, which applies its own increment only.
 func TestExplicitBoundsChanged(t *testing.T) {
 	sink := newSumSink()
-	var reasons []string
-	rc := NewReceiver(sink, Options{OnBad: func(reason string, _ error) { reasons = append(reasons, reason) }})
+	rc := NewReceiver(sink, Options{})
 	steps := []struct {
 		req      []*metricpb.ResourceMetrics
 		rejected int
@@ -363,7 +363,7 @@ func TestExplicitBoundsChanged(t *testing.T) {
 			t.Errorf("step %d: %d rejected, count %d; want %d, %d", i, rejected, sink.hcount["http_req_duration"], s.rejected, s.count)
 		}
 	}
-	if !slices.Equal(reasons, []string{"bounds_changed", "not_monotonic"}) {
-		t.Errorf("reasons %v", reasons)
+	if !slices.Equal(sink.refused, []string{"bounds_changed", "not_monotonic"}) {
+		t.Errorf("reasons %v", sink.refused)
 	}
 }

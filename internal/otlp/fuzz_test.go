@@ -64,6 +64,8 @@ func (s *checkSink) AddBuckets(name string, _ map[string]string, values []float6
 	return nil
 }
 
+func (s *checkSink) Refuse(*Refusal, int) {}
+
 func (s *checkSink) Ingested(n int, _ int64) {
 	if n < 0 {
 		s.t.Fatalf("ingested %d points", n)

@@ -8,13 +8,14 @@
 // with a "condition" attribute (zero|nonzero), Trend to a Histogram in ms
 // (explicit buckets by default, exponential when the SDK is told so).
 // Exports are cumulative by default: each repeats totals since the start.
-// The Receiver keeps the last value of every stream (resource, metric,
-// attributes, start time) and hands the Sink only what changed, so
-// several k6 instances pushing to one exporter add up, and a restarted
-// stream (new start time) starts again from zero. A lower value with the
-// same start time is a late or repeated export: it adds nothing and is
-// counted (OnBad "late_point"), as the OTel data model has it. Delta
-// temporality is passed through as is.
+// The Receiver keeps the last point of every stream (see cumulative.go)
+// and hands the Sink only what changed, so several k6 instances pushing
+// to one exporter add up, and a restarted stream (new start time) starts
+// again from zero. Exponential histograms are differenced at their
+// common scale (expdiff.go), so the SDK's rescaling moves no count. A
+// lower value with the same start time is a late or repeated export: it
+// adds nothing and is refused ("late_point"), as the OTel data model has
+// it. Delta temporality is passed through as is.
 //
 // Every data point is checked before it reaches the Sink (finite values,
 // consistent bucket counts, bounded layouts); refused points are counted
@@ -78,10 +79,10 @@ const (
 )
 
 // Sink takes the samples. Names are k6 metric names (prefix and ".total"
-// removed); values are in k6 units (ms for time). A non-nil error refuses
-// the data point: the receiver counts it as rejected in the reply, and
-// as bad input (OnBad, reason "bad_value") unless the error wraps
-// ErrDropped, which says the sink counted the drop itself (a limit).
+// removed); values are in k6 units (ms for time). A non-nil error (a
+// *Refusal, or another error for reason "bad_value") refuses the data
+// point: the receiver rejects it in the reply and reports it to Refuse.
+// Sink methods count nothing themselves.
 type Sink interface {
 	// Define types a metric; a non-nil error refuses it (a type clash, a
 	// name limit).
@@ -93,12 +94,10 @@ type Sink interface {
 	AddBuckets(name string, tags map[string]string, values []float64, counts []uint64, sum float64) error
 	// Ingested reports data points taken and the newest point's time (ns).
 	Ingested(n int, newestUnixNano int64)
+	// Refuse is told each refusal once, with the number of data points
+	// it refused: the one place they are counted.
+	Refuse(r *Refusal, points int)
 }
-
-// ErrDropped marks a Sink error for a point the sink has already counted
-// (over a limit, or bad in a way only the sink can see): the receiver
-// rejects it without counting it again.
-var ErrDropped = errors.New("dropped")
 
 // Limits on one data point and on the receiver's state.
 const (
@@ -126,15 +125,10 @@ type Options struct {
 	// OnRequest is told each request's outcome, the points taken and the
 	// error that rejected the request (nil when accepted).
 	OnRequest func(outcome string, points int, err error)
-	// OnBad is told each skipped data point's reason.
-	OnBad func(reason string, err error)
 	// StreamLimit bounds the cumulative streams remembered (0 =
-	// DefaultStreamLimit); points of new streams past it are rejected and
-	// told to OnDrop.
+	// DefaultStreamLimit); points of new streams past it are refused
+	// (overflow "streams").
 	StreamLimit int
-	// OnDrop is told each point dropped over a receiver limit (reason
-	// "streams").
-	OnDrop func(reason string)
 	// OnNewStart is told each new start time of a stream identity already
 	// held: another instance with the same resource and attributes, or a
 	// restart. Its streams are kept apart and add up.
@@ -212,12 +206,6 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	}
 	if opts.OnRequest == nil {
 		opts.OnRequest = func(string, int, error) {}
-	}
-	if opts.OnBad == nil {
-		opts.OnBad = func(string, error) {}
-	}
-	if opts.OnDrop == nil {
-		opts.OnDrop = func(string) {}
 	}
 	if opts.OnNewStart == nil {
 		opts.OnNewStart = func() {}
@@ -476,7 +464,7 @@ func (rc *Receiver) Consume(rms []*metricpb.ResourceMetrics) (taken, rejected in
 			for _, m := range sm.GetMetrics() {
 				if err := rc.metric(c, resKey, m); err != nil {
 					// The whole metric is refused: each of its points.
-					c.reject(err.reason, err, max(dataPoints(m), 1))
+					c.reject(err.refusal(), max(dataPoints(m), 1))
 				}
 			}
 		}
@@ -494,27 +482,24 @@ type consumer struct {
 	newest   uint64
 }
 
-// reject counts n refused points; reason "" means the sink counted them.
-func (c *consumer) reject(reason string, err error, n int) {
+// reject rejects n points in the reply and reports them to the sink,
+// which counts them.
+func (c *consumer) reject(r *Refusal, n int) {
 	c.rejected += n
 	if c.msg == "" {
-		c.msg = err.Error()
+		c.msg = r.Error()
 	}
-	if reason != "" {
-		c.rc.opts.OnBad(reason, err)
-	}
+	c.rc.sink.Refuse(r, n)
 }
 
 // sinkErr files a Sink error: taken when nil, else rejected.
 func (c *consumer) sinkErr(metric string, err error) {
-	switch {
-	case err == nil:
+	if err == nil {
 		c.taken++
-	case errors.Is(err, ErrDropped):
-		c.reject("", &pointError{"", metric, err.Error()}, 1)
-	default:
-		c.reject("bad_value", &pointError{"bad_value", metric, err.Error()}, 1)
+		return
 	}
+	r := RefusalOf(err)
+	c.reject(&Refusal{Reason: r.Reason, Overflow: r.Overflow, Err: &pointError{r.Reason, metric, err.Error(), r.Overflow}}, 1)
 }
 
 func dataPoints(m *metricpb.Metric) int {
@@ -535,9 +520,14 @@ func dataPoints(m *metricpb.Metric) int {
 
 // pointError says why a metric's data points were skipped.
 type pointError struct {
-	reason string
-	metric string
-	msg    string
+	reason   string
+	metric   string
+	msg      string
+	overflow bool // a limit, not bad input
+}
+
+func (e *pointError) refusal() *Refusal {
+	return &Refusal{Reason: e.reason, Overflow: e.overflow, Err: e}
 }
 
 func (e *pointError) Error() string { return fmt.Sprintf("metric %q: %s", e.metric, e.msg) }
@@ -588,10 +578,10 @@ type metricIn struct {
 func (rc *Receiver) metric(c *consumer, resKey uint64, m *metricpb.Metric) *pointError {
 	name, isRate, ok := rc.name(m.GetName())
 	if !ok {
-		return &pointError{"prefix", m.GetName(), fmt.Sprintf("name lacks the metric prefix %q", rc.opts.Prefix)}
+		return &pointError{"prefix", m.GetName(), fmt.Sprintf("name lacks the metric prefix %q", rc.opts.Prefix), false}
 	}
 	if !utf8.ValidString(name) {
-		return &pointError{"invalid_utf8", strings.ToValidUTF8(m.GetName(), "\uFFFD"), "metric name is not valid UTF-8"}
+		return &pointError{"invalid_utf8", strings.ToValidUTF8(m.GetName(), "\uFFFD"), "metric name is not valid UTF-8", false}
 	}
 	x := &metricIn{rc: rc, c: c, resKey: resKey, m: m, name: name, isRate: isRate}
 	x.cont, x.unitScale = contains(m.GetUnit())
@@ -609,16 +599,14 @@ func (rc *Receiver) metric(c *consumer, resKey uint64, m *metricpb.Metric) *poin
 }
 
 func (x *metricIn) perr(reason, format string, a ...any) *pointError {
-	return &pointError{reason, x.m.GetName(), fmt.Sprintf(format, a...)}
+	return &pointError{reason, x.m.GetName(), fmt.Sprintf(format, a...), false}
 }
 
 // define declares the metric to the sink; a refusal refuses the metric.
 func (x *metricIn) define(typ k6.MetricType) *pointError {
 	if err := x.rc.sink.Define(x.name, typ, x.cont); err != nil {
-		if errors.Is(err, ErrDropped) {
-			return &pointError{"", x.m.GetName(), err.Error()}
-		}
-		return x.perr("type_conflict", "%v", err)
+		r := RefusalOf(err)
+		return &pointError{r.Reason, x.m.GetName(), err.Error(), r.Overflow}
 	}
 	return nil
 }
@@ -631,7 +619,7 @@ func (x *metricIn) seen(t uint64) {
 }
 
 // bad refuses one data point.
-func (x *metricIn) bad(reason string, e *pointError) { x.c.reject(reason, e, 1) }
+func (x *metricIn) bad(reason string, e *pointError) { x.c.reject(Refuse(reason, e), 1) }
 
 // sinkErr files the sink's answer for one data point.
 func (x *metricIn) sinkErr(err error) { x.c.sinkErr(x.m.GetName(), err) }

@@ -34,6 +34,7 @@ type sumSink struct {
 	hcount   map[string]uint64
 	hsum     map[string]float64
 	points   int
+	refused  []string // reasons, once per refused point
 }
 
 func newSumSink() *sumSink {
@@ -69,6 +70,22 @@ func (s *sumSink) AddBuckets(name string, _ map[string]string, _ []float64, coun
 	return nil
 }
 func (s *sumSink) Ingested(n int, _ int64) { s.points += n }
+func (s *sumSink) Refuse(r *Refusal, n int) {
+	for range n {
+		s.refused = append(s.refused, r.Reason)
+	}
+}
+
+// count is how many points were refused for reason.
+func (s *sumSink) count(reason string) int {
+	n := 0
+	for _, r := range s.refused {
+		if r == reason {
+			n++
+		}
+	}
+	return n
+}
 
 func post(t *testing.T, h http.Handler, ctype, enc string, body []byte) *httptest.ResponseRecorder {
 	t.Helper()
@@ -234,12 +251,7 @@ func sumReq(start uint64, v float64, attrs ...*commonpb.KeyValue) *colmetricpb.E
 // time is a late export and adds nothing (only a new start time resets).
 func TestCumulativeResets(t *testing.T) {
 	sink := newSumSink()
-	late := 0
-	rc := NewReceiver(sink, Options{OnBad: func(reason string, _ error) {
-		if reason == "late_point" {
-			late++
-		}
-	}})
+	rc := NewReceiver(sink, Options{})
 	steps := []struct {
 		req  *colmetricpb.ExportMetricsServiceRequest
 		want float64
@@ -261,8 +273,8 @@ func TestCumulativeResets(t *testing.T) {
 			t.Errorf("step %d: total %v, want %v", i, got, s.want)
 		}
 	}
-	if late != 1 {
-		t.Errorf("%d late points counted, want 1", late)
+	if late := sink.count("late_point"); late != 1 || len(sink.refused) != 1 {
+		t.Errorf("%d late points counted (refusals %v), want 1", late, sink.refused)
 	}
 }
 
@@ -273,9 +285,10 @@ func TestPartialSuccess(t *testing.T) {
 	req.ResourceMetrics[0].ScopeMetrics[0].Metrics = append(req.ResourceMetrics[0].ScopeMetrics[0].Metrics,
 		&metricpb.Metric{Name: "k6_summary", Data: &metricpb.Metric_Summary{Summary: &metricpb.Summary{}}})
 	b, _ := proto.Marshal(req)
-	var bad []string
-	rc := NewReceiver(newSumSink(), Options{OnBad: func(r string, _ error) { bad = append(bad, r) }})
+	sink := newSumSink()
+	rc := NewReceiver(sink, Options{})
 	rec := post(t, rc, "application/x-protobuf", "", b)
+	bad := sink.refused
 	var resp colmetricpb.ExportMetricsServiceResponse
 	if err := proto.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
 		t.Fatal(err)
@@ -324,8 +337,8 @@ func TestGRPC(t *testing.T) {
 // Cumulative histogram state is bounded in buckets, not only in streams:
 // wide exponential histograms past the budget are dropped and counted.
 func TestStreamBucketBudget(t *testing.T) {
-	drops := 0
-	rc := NewReceiver(newSumSink(), Options{OnDrop: func(string) { drops++ }})
+	sink := newSumSink()
+	rc := NewReceiver(sink, Options{})
 	counts := make([]uint64, MaxExponentialBuckets)
 	for i := range counts {
 		counts[i] = 1
@@ -346,6 +359,7 @@ func TestStreamBucketBudget(t *testing.T) {
 		rejected += r
 	}
 	perStream := len(counts) // one dense count per bucket
+	drops := sink.count("streams")
 	if rc.cost > StreamBucketBudget {
 		t.Errorf("streams hold %d buckets, budget %d", rc.cost, StreamBucketBudget)
 	}
