@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"slices"
+	"strings"
 	"time"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -201,4 +203,35 @@ func (x *metricIn) gaugeFresh(attrs []*commonpb.KeyValue, t uint64) bool {
 // dropStream refuses a point whose new stream would pass the limit.
 func (rc *Receiver) dropStream() error {
 	return Overflow(refuseStreams, fmt.Errorf("over the limit of %d cumulative streams or %d stream buckets", rc.opts.StreamLimit, StreamBucketBudget))
+}
+
+// hashAttrs writes attrs to h in key order, so that their order in the
+// request does not matter. It builds no string of them: an attribute can
+// be as large as the body, and a joined copy would double what a request
+// holds while it is decoded.
+func hashAttrs(h *maphash.Hash, attrs []*commonpb.KeyValue) {
+	order := make([]int, len(attrs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := strings.Compare(attrs[a].GetKey(), attrs[b].GetKey()); c != 0 {
+			return c
+		}
+		return strings.Compare(anyString(attrs[a].GetValue()), anyString(attrs[b].GetValue()))
+	})
+	for _, i := range order {
+		h.WriteString(attrs[i].GetKey())
+		h.WriteByte(0xfe)
+		h.WriteString(anyString(attrs[i].GetValue()))
+		h.WriteByte(0xff)
+	}
+}
+
+// resourceKey identifies a resource by its attributes.
+func (rc *Receiver) resourceKey(attrs []*commonpb.KeyValue) uint64 {
+	var h maphash.Hash
+	h.SetSeed(rc.seed)
+	hashAttrs(&h, attrs)
+	return h.Sum64()
 }

@@ -1,10 +1,21 @@
 package exporter
 
+// Ingestion is counted here and only here: every input reports the
+// points it stored to accepted and each refused point to refuse.
+
 import (
 	"errors"
 
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
+
+// accepted counts points stored from src: the one place
+// points_ingested_total grows.
+func (s *Server) accepted(src string, points int) {
+	if points > 0 {
+		s.points.WithLabelValues(src).Add(float64(points))
+	}
+}
 
 // refuse counts points refused (or repaired) from src, whichever input
 // they came from and wherever they were judged: the one place

@@ -1,5 +1,7 @@
 package exporter
 
+// Where OTLP samples enter the store: the receiver's Sink.
+
 import (
 	"fmt"
 
@@ -111,7 +113,7 @@ func (o *otlpSink) Refuse(r *otlp.Refusal, points int) { o.srv().refuse(SourceOT
 
 func (o *otlpSink) Ingested(n int, newest int64) {
 	srv := o.srv()
-	srv.points.WithLabelValues(SourceOTLP).Add(float64(n))
+	srv.accepted(SourceOTLP, n)
 	if newest > 0 {
 		srv.lastTS.WithLabelValues(SourceOTLP).Set(float64(newest) / 1e9)
 		srv.lag.WithLabelValues(SourceOTLP).Set(max(float64(srv.st.now().UnixNano()-newest)/1e9, 0))
