@@ -99,7 +99,9 @@ func exportCapture(t *testing.T, s *Server, bodies [][]byte, order []int) {
 	go func() { done <- s.ServeGRPC(ctx, l) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("gRPC receiver: %v", err)
+		}
 	}()
 	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

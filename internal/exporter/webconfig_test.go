@@ -104,8 +104,12 @@ func TestCredentialsRotate(t *testing.T) {
 	go func() { grpcDone <- s.ServeGRPC(ctx, gl) }()
 	defer func() {
 		cancel()
-		<-httpDone
-		<-grpcDone
+		if err := <-httpDone; err != nil {
+			t.Errorf("HTTP: %v", err)
+		}
+		if err := <-grpcDone; err != nil {
+			t.Errorf("gRPC: %v", err)
+		}
 	}()
 	tlsConf := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 
