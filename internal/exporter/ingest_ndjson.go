@@ -1,15 +1,13 @@
 package exporter
 
-// Where NDJSON, CSV and API samples enter: parsed lines and points are
-// judged (refusals go to refuse) and stored.
+// Where NDJSON, CSV and API samples enter: lines are parsed and each
+// sample goes to the sink (sink.go), which stores or refuses it.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,36 +35,19 @@ func (s *Server) DefineMetric(def *k6.MetricDef) {
 }
 
 func (s *Server) defineMetric(src string, def *k6.MetricDef) {
-	if _, err := s.st.define(def.Name, def.Type, def.Contains); err != nil {
-		s.refuse(src, refusalOf(err), 1)
+	k := sink{s: s, src: src}
+	if _, err := k.define(def.Name, def.Type, def.Contains); err != nil {
+		s.refuse(src, otlp.RefusalOf(err), 1)
 	}
 }
 
-// ingestPoint applies one sample; false when it was refused (counted
-// where refused: bad_lines_total, or series_overflow_total for a limit).
+// ingestPoint applies one sample through the sink; false when it was
+// refused (and counted).
 func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool) {
-	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-		// One NaN would turn a histogram's sum into NaN for good.
-		s.refuse(src, otlp.Refuse("bad_value", fmt.Errorf("metric %q: value %v", p.Metric, p.Value)), 1)
-		return buf, false
-	}
-	f, ser, buf, fixed, err := s.st.seriesFor(p.Metric, buf, p.Tags, src == SourceResults)
-	if fixed {
-		s.refuse(src, otlp.Refuse("invalid_utf8", fmt.Errorf("metric %q: tag values not valid UTF-8, replaced", p.Metric)), 1)
-	}
+	k := sink{s: s, src: src, pin: src == SourceResults}
+	buf, err := k.sample(buf, p.Metric, p.Tags, p.Value)
 	if err != nil {
-		r := refusalOf(err)
-		s.refuse(src, &otlp.Refusal{Reason: r.Reason, Overflow: r.Overflow, Err: fmt.Errorf("metric %q: %w", strings.ToValidUTF8(p.Metric, "\uFFFD"), err)}, 1)
-		return buf, false
-	}
-	if f.typ == k6.Counter && p.Value < 0 {
-		// A Prometheus counter never goes down; a negative increment
-		// would read as a counter reset.
-		s.refuse(src, otlp.Refuse("bad_value", fmt.Errorf("metric %q: negative counter sample %v", p.Metric, p.Value)), 1)
-		return buf, false
-	}
-	if err := s.st.sample(f, ser, p.Value); err != nil {
-		s.refuse(src, otlp.Refuse(badReason(err), fmt.Errorf("metric %q: value %v: %w", p.Metric, p.Value, err)), 1)
+		s.refuse(src, otlp.RefusalOf(err), 1)
 		return buf, false
 	}
 	return buf, true

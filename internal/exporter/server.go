@@ -139,7 +139,7 @@ func (s *Server) newOTLPReceiver() error {
 		}
 		s.web, auth = wc, wc.checkAuth
 	}
-	s.otlp = otlp.NewReceiver((*otlpSink)(s), otlp.Options{
+	s.otlp = otlp.NewReceiver(&sink{s: s, src: SourceOTLP}, otlp.Options{
 		MaxBody:     cfg.OTLPMaxBody,
 		Prefix:      cfg.OTLPMetricPrefix,
 		MaxInFlight: inflight,
