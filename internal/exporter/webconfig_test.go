@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -258,5 +260,81 @@ func TestHashChecksBounded(t *testing.T) {
 	}
 	if !wc.checkAuth(valid) || checks.Load() != flood+1 {
 		t.Error("the flood evicted the valid credentials from the cache")
+	}
+}
+
+// Over the gRPC port: while a flood of wrong passwords holds every hash
+// check, an export with credentials already accepted goes through and is
+// stored; the flood is refused UNAUTHENTICATED once released.
+func TestGRPCExportDuringPasswordFlood(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "web.yml")
+	hash, _ := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err := os.WriteFile(path, []byte("basic_auth_users:\n  k6: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := hostileServer(t, Config{WebConfigFile: path})
+	release := make(chan struct{})
+	var held atomic.Int64
+	s.web.compare = func(h, p []byte) error {
+		if string(p) == "secret" {
+			return bcrypt.CompareHashAndPassword(h, p)
+		}
+		held.Add(1)
+		<-release
+		return errors.New("mismatch")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.ServeGRPC(ctx, l) }()
+	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close() //nolint:errcheck // test cleanup
+	client := colmetricpb.NewMetricsServiceClient(conn)
+	export := func(auth string, v float64) error {
+		_, err := client.Export(metadata.AppendToOutgoingContext(ctx, "authorization", auth),
+			exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(v, 1))))
+		return err
+	}
+	if err := export(basic("k6", "secret"), 1); err != nil {
+		t.Fatalf("first valid export: %v", err)
+	}
+	const flood = 64
+	var wg sync.WaitGroup
+	var codesSeen sync.Map
+	for i := range flood {
+		wg.Go(func() {
+			codesSeen.Store(i, status.Code(export(basic("k6", fmt.Sprint("wrong-", i)), 100)))
+		})
+	}
+	for held.Load() < MaxHashChecks {
+		time.Sleep(time.Millisecond)
+	}
+	if err := export(basic("k6", "secret"), 2); err != nil {
+		t.Errorf("valid export during the flood: %v", err)
+	}
+	if got := math.Float64frombits(s.st.families["http_reqs"].snapshot()[0].bits.Load()); got != 3 {
+		t.Errorf("total %v while the flood is held, want 3 (both valid exports)", got)
+	}
+	if held.Load() > MaxHashChecks {
+		t.Errorf("%d hash checks at once, bound %d", held.Load(), MaxHashChecks)
+	}
+	close(release)
+	wg.Wait()
+	codesSeen.Range(func(_, c any) bool {
+		if c.(codes.Code) != codes.Unauthenticated {
+			t.Errorf("wrong password: %v", c)
+		}
+		return true
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("gRPC receiver: %v", err)
 	}
 }
