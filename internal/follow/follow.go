@@ -108,14 +108,18 @@ type tailer struct {
 	off     int64  // bytes consumed from f
 	buf     []byte // read buffer
 	partial []byte // incomplete last line
+	head    []byte // the first bytes consumed from this file
 	tail    []byte // the last bytes consumed, ending at off
 	check   []byte // scratch for replaced
 }
 
-// tailLen is how many consumed bytes are kept to recognise the file's
-// content: k6 lines carry a timestamp and a value, so a refilled file
-// differs there.
-const tailLen = 64
+// windowLen is how many consumed bytes are kept at each end to recognise
+// the file's content. A refilled file differs from what was read in some
+// line; the window spans whole lines (k6 writes a few hundred bytes a
+// line), so a line that differs anywhere, not only in its last bytes, is
+// seen. Both ends are checked: the start catches a refill that overtook
+// the reader in the middle of a read.
+const windowLen = 4 << 10
 
 func (t *tailer) sleep() error {
 	select {
@@ -137,7 +141,7 @@ func (t *tailer) open() error {
 				_ = f.Close() // only read
 				return err
 			}
-			t.f, t.info, t.off, t.partial, t.tail = f, info, 0, t.partial[:0], t.tail[:0]
+			t.f, t.info, t.off, t.partial, t.head, t.tail = f, info, 0, t.partial[:0], t.head[:0], t.tail[:0]
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -225,25 +229,31 @@ func (t *tailer) restart() error {
 	if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	t.off, t.partial, t.tail = 0, t.partial[:0], t.tail[:0]
+	t.off, t.partial, t.head, t.tail = 0, t.partial[:0], t.head[:0], t.tail[:0]
 	return nil
 }
 
-// replaced reports whether the bytes just before the offset are no
-// longer those consumed there: the file was truncated and refilled.
+// replaced reports whether the bytes at the start of the file or just
+// before the offset are no longer those consumed there: the file was
+// truncated and refilled.
 func (t *tailer) replaced() bool {
-	if len(t.tail) == 0 {
+	return t.differs(t.head, 0) || t.differs(t.tail, t.off-int64(len(t.tail)))
+}
+
+// differs reports whether the file's bytes at off are not want.
+func (t *tailer) differs(want []byte, off int64) bool {
+	if len(want) == 0 {
 		return false
 	}
-	if cap(t.check) < tailLen {
-		t.check = make([]byte, tailLen)
+	if cap(t.check) < len(want) {
+		t.check = make([]byte, windowLen)
 	}
-	b := t.check[:len(t.tail)]
-	n, err := t.f.ReadAt(b, t.off-int64(len(t.tail)))
+	b := t.check[:len(want)]
+	n, err := t.f.ReadAt(b, off)
 	if n < len(b) {
 		return err != nil // shorter now: truncated
 	}
-	return !bytes.Equal(b, t.tail)
+	return !bytes.Equal(b, want)
 }
 
 func (t *tailer) reopen(reason string) {
@@ -271,14 +281,17 @@ func (t *tailer) drain() (int, error) {
 	}
 }
 
-// remember keeps the last tailLen bytes consumed.
+// remember keeps the first and the last windowLen bytes consumed.
 func (t *tailer) remember(b []byte) {
-	if len(b) >= tailLen {
-		t.tail = append(t.tail[:0], b[len(b)-tailLen:]...)
+	if n := windowLen - len(t.head); n > 0 {
+		t.head = append(t.head, b[:min(n, len(b))]...)
+	}
+	if len(b) >= windowLen {
+		t.tail = append(t.tail[:0], b[len(b)-windowLen:]...)
 		return
 	}
 	t.tail = append(t.tail, b...)
-	if over := len(t.tail) - tailLen; over > 0 {
+	if over := len(t.tail) - windowLen; over > 0 {
 		t.tail = append(t.tail[:0], t.tail[over:]...)
 	}
 }

@@ -202,17 +202,59 @@ func TestGzipRefused(t *testing.T) {
 }
 
 // A file truncated and refilled past its old size between two polls is
-// read again from the top: every line of both contents arrives once.
+// read again from the top: every line of both contents arrives once,
+// whatever part of a line tells one line from another.
 func TestTruncateRefillWithinPoll(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "out.ndjson")
-	var a, b strings.Builder
-	for i := range 2000 {
-		fmt.Fprintf(&a, `{"metric":"http_reqs","data":{"value":1,"i":"a%06d"}}`+"\n", i)
-		fmt.Fprintf(&b, `{"metric":"http_reqs","data":{"value":1,"i":"b%06d","pad":"refill"}}`+"\n", i)
+	tags := strings.Repeat(`"tag":"same-everywhere",`, 8)
+	for _, c := range []struct {
+		name string
+		line func(i int) string
+		a, b int // lines before and after the refill
+	}{
+		{"unique middle, differing tags", func(i int) string {
+			return fmt.Sprintf(`{"metric":"http_reqs","data":{"value":1,"i":"%06d","pad":"%s"}}`, i, strings.Repeat("x", i%7))
+		}, 2000, 2000},
+		// Fixed width, the counter first and a long identical tail: the
+		// last bytes before the offset are the same in both contents.
+		{"fixed width, identical tails", func(i int) string {
+			return fmt.Sprintf(`{"i":%08d,"data":{%s"end":1}}`, i, tags)
+		}, 2000, 2500},
+		// The same size as before: the size cannot tell.
+		{"same size", func(i int) string {
+			return fmt.Sprintf(`{"i":%08d,"data":{%s"end":1}}`, i, tags)
+		}, 2000, 2000},
+		// A refill that starts like the old content (a header) and
+		// differs later.
+		{"same first lines", func(i int) string {
+			if i%2000 < 50 {
+				return fmt.Sprintf(`{"type":"Metric","metric":"m%02d","data":{%s"end":1}}`, i%2000, tags)
+			}
+			return fmt.Sprintf(`{"i":%08d,"data":{%s"end":1}}`, i, tags)
+		}, 2000, 2400},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var a, b strings.Builder
+			for i := range c.a {
+				a.WriteString(c.line(i) + "\n")
+			}
+			for i := c.a; i < c.a+c.b; i++ {
+				b.WriteString(c.line(i) + "\n")
+			}
+			refill(t, a.String(), b.String())
+		})
 	}
-	if err := os.WriteFile(path, []byte(a.String()), 0o644); err != nil {
+}
+
+// refill follows a file holding a, truncates and refills it with b
+// within one poll, and checks that every line of a then b arrived once.
+func refill(t *testing.T, a, b string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "out.ndjson")
+	if err := os.WriteFile(path, []byte(a), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	want := strings.Split(strings.TrimSuffix(a+b, "\n"), "\n")
+	nA := strings.Count(a, "\n")
 	c := &collector{}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -222,17 +264,17 @@ func TestTruncateRefillWithinPoll(t *testing.T) {
 			OnReopen: func(r string) { c.mu.Lock(); c.reasons = append(c.reasons, r); c.mu.Unlock() },
 		}, func(l []byte) { c.mu.Lock(); c.lines = append(c.lines, string(l)); c.mu.Unlock() })
 	}()
-	waitCount(t, c, 2000)
+	waitCount(t, c, nA)
 	// Truncate and refill at once (O_TRUNC then one write).
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(b), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lines := waitCount(t, c, 4000)
+	waitCount(t, c, len(want))
 	cancel()
 	if err := <-errc; err != context.Canceled {
 		t.Fatalf("Lines returned %v, want context.Canceled", err)
 	}
-	want := strings.Split(strings.TrimSuffix(a.String()+b.String(), "\n"), "\n")
+	lines, reasons, _ := c.snapshot()
 	if len(lines) != len(want) {
 		t.Fatalf("%d lines, want %d", len(lines), len(want))
 	}
@@ -241,7 +283,7 @@ func TestTruncateRefillWithinPoll(t *testing.T) {
 			t.Fatalf("line %d: %q, want %q", i, lines[i], want[i])
 		}
 	}
-	if _, reasons, _ := c.snapshot(); len(reasons) != 1 || reasons[0] != Truncated {
+	if len(reasons) != 1 || reasons[0] != Truncated {
 		t.Errorf("reopen reasons %v, want one %q", reasons, Truncated)
 	}
 }
