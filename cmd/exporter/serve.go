@@ -28,6 +28,9 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
 	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
+	maxHeader := cmd.Flag("web.max-header-bytes", "Largest request headers accepted (HTTP and gRPC); larger get 431.").Default(fmt.Sprint(exporter.DefaultMaxHeaderBytes)).Int()
+	maxConns := cmd.Flag("web.max-connections", "Maximum open connections per listener (HTTP and gRPC); further ones wait to be accepted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMaxConnections)).Int()
+	grace := cmd.Flag("web.shutdown-grace", "On SIGTERM or SIGINT, how long requests in flight may finish before they are cut (and counted in the log).").Default(exporter.DefaultShutdownGrace.String()).Duration()
 	envFiles := cmd.Flag("envelope", "Envelope file (YAML or JSON), or a folder of them (*.yaml, *.yml, *.json): exposes each envelope's bands as gauges under its envelope label and adds its band edges to the classic buckets; repeatable.").Strings()
 	var followSet bool
 	follow := cmd.Flag("k6.json", "k6 NDJSON output to follow as it grows (tail -F, through truncation and rotation); '-' reads stdin.").IsSetByUser(&followSet).String()
@@ -78,13 +81,14 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 			WebConfigFile:          *webFlags.WebConfigFile,
 		}
 		cfg.MetricLimit, cfg.SeriesTTL, cfg.MaxLabelValue = *metricLimit, *ttl, *maxLabel
+		cfg.MaxHeaderBytes, cfg.MaxConnections, cfg.ShutdownGrace = *maxHeader, *maxConns, *grace
 		cfg.NativeMaxBuckets, cfg.NativeBucketBudget = *nativeMax, *nativeBudget
 		cfg.OTLPMemoryBudget, cfg.OTLPStreamLimit = *otlpBudget, *otlpStreams
 		// On the command line 0 means no limit; in Config, the default.
 		if *limit == 0 {
 			cfg.SeriesLimit = -1
 		}
-		for _, p := range []*int{&cfg.MetricLimit, &cfg.MaxLabelValue, &cfg.NativeMaxBuckets} {
+		for _, p := range []*int{&cfg.MetricLimit, &cfg.MaxLabelValue, &cfg.NativeMaxBuckets, &cfg.MaxConnections} {
 			if *p == 0 {
 				*p = -1
 			}

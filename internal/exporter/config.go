@@ -42,6 +42,16 @@ type Config struct {
 	TelemetryPath          string // default /metrics
 	DisableExporterMetrics bool   // drop go_* and process_* series
 	MaxRequests            int    // parallel scrapes; 0 = no limit
+	// MaxHeaderBytes bounds one HTTP request's headers; 0 =
+	// DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+	// MaxConnections bounds the open connections of each listener Run
+	// opens (HTTP and gRPC); 0 = DefaultMaxConnections; negative = no
+	// limit.
+	MaxConnections int
+	// ShutdownGrace is how long Run lets requests in flight finish once
+	// its context ends; 0 = DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
 	OTLPMetricPrefix string // k6's K6_OTEL_METRIC_PREFIX; "" accepts both "k6_" and none
@@ -100,6 +110,15 @@ func (cfg *Config) setDefaults() error {
 	}
 	if cfg.OTLPMemoryBudget == 0 {
 		cfg.OTLPMemoryBudget = DefaultOTLPMemoryBudget
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -636,9 +636,12 @@ func TestHostileGRPC(t *testing.T) {
 	}
 
 	// The HTTP server bounds slow clients.
-	hs := s.httpServer()
+	hs, _ := s.httpServer()
 	if hs.ReadTimeout == 0 || hs.WriteTimeout == 0 || hs.IdleTimeout == 0 || hs.ReadHeaderTimeout == 0 {
 		t.Errorf("HTTP timeouts not all set: %+v", hs)
+	}
+	if hs.MaxHeaderBytes != DefaultMaxHeaderBytes {
+		t.Errorf("MaxHeaderBytes = %d, want %d", hs.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	}
 }
 

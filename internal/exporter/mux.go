@@ -5,7 +5,6 @@ package exporter
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -21,12 +20,7 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 // /-/ready and the landing page.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	metrics := promhttp.HandlerFor(s.Gatherer(), promhttp.HandlerOpts{
-		ErrorLog:            slog.NewLogLogger(s.log.Handler(), slog.LevelError),
-		ErrorHandling:       promhttp.ContinueOnError,
-		Registry:            s.reg,
-		MaxRequestsInFlight: s.cfg.MaxRequests,
-	})
+	metrics := newScrapes(s.Gatherer(), s.log, s.cfg.MaxRequests)
 	mux.Handle(s.cfg.TelemetryPath, promhttp.InstrumentMetricHandler(s.reg, metrics))
 	mux.Handle("/v1/metrics", s.otlp)
 	// The probe bodies are for people; the status code is the answer, so a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 )
 
 // ExpireRuns removes the runs whose last point arrived more than
@@ -56,7 +57,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	if n == 0 {
 		w.WriteHeader(http.StatusNotFound)
-		s.writeJSON(w, map[string]any{"error": fmt.Sprintf("no series with testid %q", id)})
+		s.writeJSON(w, map[string]any{"error": fmt.Sprintf("no series with testid %q", clip(id))})
 		return
 	}
 	s.log.Info("deleted run", "testid", id, "series", n)
@@ -69,4 +70,18 @@ func (s *Server) writeJSON(w http.ResponseWriter, v any) {
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		s.log.Debug("writing response", "err", err)
 	}
+}
+
+// clip shortens a client's value echoed in a reply: a reply is no place
+// to send back whatever a client sent.
+func clip(v string) string {
+	const keep = 128
+	if len(v) <= keep {
+		return v
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", v[:cut], len(v))
 }

@@ -76,6 +76,8 @@ type Server struct {
 	otlpReqs *prometheus.CounterVec
 
 	bufPool sync.Pool
+	// httpBusy counts the requests the HTTP server is handling.
+	httpBusy atomic.Pointer[inFlight]
 }
 
 // New builds a Server: registries, collectors and the OTLP receiver.

@@ -1,0 +1,162 @@
+package exporter
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+// scrapes serves the telemetry path so that its cost does not grow with
+// the number of scrapers (an HA pair, an agent, people with curl):
+//   - one gather at a time: a gather copies every series, native buckets
+//     included, so two at once would hold two copies;
+//   - scrapers that ask while a scrape of the same format is being
+//     rendered wait for it and are sent the same bytes;
+//   - the body is rendered once, gzipped, and written to each; a scraper
+//     that does not take gzip gets it decompressed as it is written, so a
+//     slow reader holds a small reader, not an uncompressed copy.
+//
+// Nothing is kept once rendered: a scrape that arrives after a render
+// finished starts a new one and sees every sample ingested before it.
+type scrapes struct {
+	g   prometheus.Gatherer
+	log *slog.Logger
+	sem chan struct{} // parallel scrapes; nil = no limit
+
+	gather sync.Mutex // one gather at a time
+
+	mu       sync.Mutex
+	inflight map[expfmt.Format]*rendering
+	joined   atomic.Int64 // scrapes served a rendering another started
+}
+
+// rendering is one rendering of the series in one format, shared by every
+// scraper that asked for that format while it was made.
+type rendering struct {
+	done chan struct{}
+	gz   []byte // the encoded body, gzipped
+	err  error  // the gather's error; gz holds what was gathered
+}
+
+func newScrapes(g prometheus.Gatherer, log *slog.Logger, maxRequests int) *scrapes {
+	s := &scrapes{g: g, log: log, inflight: map[expfmt.Format]*rendering{}}
+	if maxRequests > 0 {
+		s.sem = make(chan struct{}, maxRequests)
+	}
+	return s
+}
+
+func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed: scrape with GET", http.StatusMethodNotAllowed)
+		return
+	}
+	if s.sem != nil {
+		select {
+		case s.sem <- struct{}{}:
+			defer func() { <-s.sem }()
+		default:
+			http.Error(w, "too many parallel scrapes", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	format := expfmt.Negotiate(r.Header)
+	rd := s.rendered(format)
+	if rd.err != nil {
+		s.log.Error("gathering metrics", "err", rd.err)
+		if len(rd.gz) == 0 {
+			http.Error(w, "gathering metrics failed: "+rd.err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", string(format))
+	h.Add("Vary", "Accept-Encoding")
+	if acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		if r.Method == http.MethodGet {
+			_, _ = w.Write(rd.gz) // the scraper went away
+		}
+		return
+	}
+	if r.Method == http.MethodHead {
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(rd.gz))
+	if err != nil { // our own bytes: cannot happen unless memory is corrupt
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = io.Copy(w, zr) // the scraper went away
+}
+
+// rendered returns the rendering of format that is being made, or makes
+// one.
+func (s *scrapes) rendered(format expfmt.Format) *rendering {
+	s.mu.Lock()
+	if rd := s.inflight[format]; rd != nil {
+		s.mu.Unlock()
+		s.joined.Add(1)
+		<-rd.done
+		return rd
+	}
+	rd := &rendering{done: make(chan struct{})}
+	s.inflight[format] = rd
+	s.mu.Unlock()
+
+	s.gather.Lock()
+	rd.gz, rd.err = s.encode(format)
+	s.gather.Unlock()
+
+	s.mu.Lock()
+	delete(s.inflight, format)
+	s.mu.Unlock()
+	close(rd.done)
+	return rd
+}
+
+// encode gathers and encodes every family in format, gzipped. A gather
+// error keeps what was gathered (as promhttp's ContinueOnError does).
+func (s *scrapes) encode(format expfmt.Format) ([]byte, error) {
+	mfs, gerr := s.g.Gather()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a valid level
+	enc := expfmt.NewEncoder(zw, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), gerr
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding offers gzip
+// (with a non-zero weight).
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			continue
+		}
+		q := strings.ReplaceAll(params, " ", "")
+		return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+	}
+	return false
+}
