@@ -331,6 +331,9 @@ func TestShutdownGrace(t *testing.T) {
 				time.Sleep(time.Millisecond) // until the push reaches its handler
 			}
 			cancel()
+			for !strings.Contains(logs.String(), "Shutting down") {
+				time.Sleep(time.Millisecond)
+			}
 			if c.finish {
 				_ = pw.Close() // an empty body: a valid, empty export
 			}
