@@ -4,7 +4,7 @@ package exporter
 // soak benchmark (each attack in its own process, as BenchmarkSoak):
 //
 //	go test -c -o exporter.test ./internal/exporter/
-//	for a in 1 2 10 50 headers; do
+//	for a in 1 2 10 50 deltahist headers; do
 //	  ./exporter.test -test.run '^$' -test.bench "SoakScrapers/^$a\$" -test.benchtime 1x
 //	done
 //
@@ -13,6 +13,7 @@ package exporter
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // scrapeAttack is one attack's size.
@@ -39,6 +44,9 @@ type scrapeAttack struct {
 	// HeaderConns connections each send HeaderBytes of headers in
 	// HeaderLine-byte lines and stall, before the scrapers start.
 	HeaderConns, HeaderBytes, HeaderLine int
+	// DeltaHists OTLP delta histograms with DeltaBounds explicit bounds
+	// each, every bucket filled, are pushed before the scrapers start.
+	DeltaHists, DeltaBounds int
 }
 
 // scrapeResult is what an attack measured.
@@ -91,6 +99,9 @@ func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	go func() { _ = s.Serve(ctx, s.limit(l)); close(done) }()
 	defer func() { cancel(); <-done }()
 	addr := l.Addr().String()
+	if err := pushDeltaHists(addr, a.DeltaHists, a.DeltaBounds); err != nil {
+		return res, err
+	}
 
 	var flood []net.Conn
 	defer func() {
@@ -169,6 +180,41 @@ func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	return res, nil
 }
 
+// pushDeltaHists pushes n OTLP delta histograms of k6_http_req_duration
+// (one name each) with bounds explicit bounds, 100 to a request.
+func pushDeltaHists(addr string, n, bounds int) error {
+	for i := 0; i < n; i += 100 {
+		var dps []*metricpb.HistogramDataPoint
+		for j := i; j < min(i+100, n); j++ {
+			dp := &metricpb.HistogramDataPoint{Attributes: []*commonpb.KeyValue{strAttr("name", fmt.Sprint("d", j)), strAttr("testid", "t")},
+				StartTimeUnixNano: 1, TimeUnixNano: 2, Sum: ptr(0.0)}
+			for k := range bounds {
+				dp.ExplicitBounds = append(dp.ExplicitBounds, float64(k+1)*0.5)
+			}
+			for range bounds + 1 {
+				dp.BucketCounts = append(dp.BucketCounts, 1)
+			}
+			dp.Count = uint64(bounds + 1)
+			*dp.Sum = float64(bounds) * float64(bounds+1) / 4
+			dps = append(dps, dp)
+		}
+		body, err := proto.Marshal(exportReq(nil, histMetric(delta, dps...)))
+		if err != nil {
+			return err
+		}
+		resp, err := http.Post("http://"+addr+"/v1/metrics", "application/x-protobuf", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("push of delta histograms %d-%d: %s", i, i+len(dps), resp.Status)
+		}
+	}
+	return nil
+}
+
 // statusKiB reads a VmXXX figure of this process (Linux); 0 elsewhere.
 func statusKiB(field string) float64 {
 	b, err := os.ReadFile("/proc/self/status")
@@ -198,6 +244,14 @@ func BenchmarkSoakScrapers(b *testing.B) {
 			}
 		})
 	}
+	// 4,000 OTLP delta histograms with 1,024 bounds each, then 10
+	// scrapers.
+	b.Run("deltahist", func(b *testing.B) {
+		a := scrapeAttack{Scrapers: 10, For: 10 * time.Second, DeltaHists: 4000, DeltaBounds: 1024}
+		for b.Loop() {
+			reportScrapeAttack(b, a)
+		}
+	})
 	// 300 connections each stall in ~1 MiB of 13-byte header lines
 	// while 2 scrapers scrape.
 	b.Run("headers", func(b *testing.B) {
@@ -253,16 +307,18 @@ func TestSoakScrapersBounded(t *testing.T) {
 	one, ten, flood := base, base, base
 	one.Scrapers, ten.Scrapers = 1, 10
 	flood.Scrapers, flood.HeaderConns, flood.HeaderBytes, flood.HeaderLine = 1, 100, 1<<20, 13
-	r1, r10, rf := childAttack(t, one), childAttack(t, ten), childAttack(t, flood)
+	deltas := scrapeAttack{Scrapers: 10, For: 2 * time.Second, DeltaHists: 400, DeltaBounds: 1024}
+	r1, r10, rf, rd := childAttack(t, one), childAttack(t, ten), childAttack(t, flood), childAttack(t, deltas)
 	t.Logf("1 scraper: %+v", r1)
 	t.Logf("10 scrapers: %+v", r10)
 	t.Logf("header flood: %+v", rf)
+	t.Logf("10 scrapers of wide delta histograms: %+v", rd)
 	// Sharing one gather: ten scrapers cost little more than one (the
 	// slack is for the goroutines, connections and buffers of ten).
 	if r10.PeakRSSMiB > r1.PeakRSSMiB*1.25+16 {
 		t.Errorf("10 scrapers peaked at %.0f MiB against %.0f MiB for one", r10.PeakRSSMiB, r1.PeakRSSMiB)
 	}
-	for _, r := range []scrapeResult{r1, r10, rf} {
+	for _, r := range []scrapeResult{r1, r10, rf, rd} {
 		if r.PeakRSSMiB > 256 || r.Failed > 0 || r.Scrapes == 0 {
 			t.Errorf("over the bounds (peak RSS ≤ 256 MiB, scrapes answered, none failed): %+v", r)
 		}
