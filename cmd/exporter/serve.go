@@ -30,6 +30,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
 	maxHeader := cmd.Flag("web.max-header-bytes", "Largest request headers accepted (HTTP and gRPC); larger get 431.").Default(fmt.Sprint(exporter.DefaultMaxHeaderBytes)).Int()
 	maxConns := cmd.Flag("web.max-connections", "Maximum open connections per listener (HTTP and gRPC); further ones wait to be accepted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMaxConnections)).Int()
+	memLimit := cmd.Flag("runtime.memory-limit-bytes", "Soft memory limit of the Go runtime: past it the garbage collector works harder (the series and OTLP budgets bound what is held live; this bounds the collector's headroom). GOMEMLIMIT, when set, wins. 0 = none.").Default(fmt.Sprint(exporter.DefaultMemoryLimit)).Int64()
 	grace := cmd.Flag("web.shutdown-grace", "On SIGTERM or SIGINT, how long requests in flight may finish before they are cut (and counted in the log).").Default(exporter.DefaultShutdownGrace.String()).Duration()
 	envFiles := cmd.Flag("envelope", "Envelope file (YAML or JSON), or a folder of them (*.yaml, *.yml, *.json): exposes each envelope's bands as gauges under its envelope label and adds its band edges to the classic buckets; repeatable.").Strings()
 	var followSet bool
@@ -65,7 +66,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 			}
 		}
 		log := c.logger()
-		log.Info("Starting envelope exporter", "version", version.Info())
+		log.Info("Starting envelope exporter", "version", version.Info(), "memory_limit", exporter.SetMemoryLimit(*memLimit))
 		log.Info("Build context", "build_context", version.BuildContext())
 		cfg := exporter.Config{
 			AllowTags:              *allow,

@@ -83,6 +83,7 @@ func fillHistograms(s *Server, series, samples int) error {
 // histograms, gzip).
 func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	var res scrapeResult
+	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
 	s, err := New(Config{})
 	if err != nil {
 		return res, err

@@ -64,7 +64,8 @@ type soakTarget struct {
 	base string
 }
 
-func startSoak(b *testing.B) (*soakTarget, func()) {
+func startSoak(b testing.TB) (*soakTarget, func()) {
+	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
 	s, err := New(Config{}) // default flags
 	if err != nil {
 		b.Fatal(err)
@@ -81,7 +82,7 @@ func startSoak(b *testing.B) (*soakTarget, func()) {
 
 // serveGRPC starts the exporter's OTLP/gRPC receiver on loopback; cancel
 // stops it.
-func (st *soakTarget) serveGRPC(b *testing.B) (addr string, cancel func()) {
+func (st *soakTarget) serveGRPC(b testing.TB) (addr string, cancel func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)

@@ -95,7 +95,7 @@ func (rc *Receiver) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		rc.grpcFail(w, codeUnauthenticated, OutcomeUnauthorized, fmt.Errorf("gRPC call %s without valid credentials", exportPath))
 		return
 	}
-	raw, held, status, err := rc.readBody(w, r, rc.opts.MaxBody+5)
+	rec, held, status, err := rc.readBody(w, r, rc.opts.MaxBody+5)
 	defer rc.wire.Add(-held)
 	switch status {
 	case 0:
@@ -109,7 +109,8 @@ func (rc *Receiver) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		rc.grpcFail(w, codeInvalidArgument, OutcomeBadRequest, err)
 		return
 	}
-	msg, code, err := grpcMessage(raw, r.Header.Get("Grpc-Encoding"))
+	head := rec.head(5)
+	code, err := grpcMessage(head, rec.n, r.Header.Get("Grpc-Encoding"))
 	if err != nil {
 		rc.grpcFail(w, code, OutcomeBadRequest, err)
 		return
@@ -119,16 +120,18 @@ func (rc *Receiver) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.release()
-	if compressed := raw[0] == 1; compressed {
-		var status int
-		if msg, status, err = rc.decompress(msg, "gzip"); err != nil {
-			if status == http.StatusRequestEntityTooLarge {
-				rc.grpcFail(w, codeResourceExhausted, OutcomeTooLarge, fmt.Errorf("decompressed message larger than the %d-byte limit", rc.opts.MaxBody))
-			} else {
-				rc.grpcFail(w, codeInternal, OutcomeBadRequest, err)
-			}
-			return
+	encoding := ""
+	if compressed := head[0] == 1; compressed {
+		encoding = "gzip"
+	}
+	msg, status, err := rc.decompress(rec, 5, encoding)
+	if err != nil {
+		if status == http.StatusRequestEntityTooLarge {
+			rc.grpcFail(w, codeResourceExhausted, OutcomeTooLarge, fmt.Errorf("decompressed message larger than the %d-byte limit", rc.opts.MaxBody))
+		} else {
+			rc.grpcFail(w, codeInternal, OutcomeBadRequest, err)
 		}
+		return
 	}
 	// MetricsData has ExportMetricsServiceRequest's one field.
 	req := &metricpb.MetricsData{}
@@ -148,30 +151,30 @@ func (rc *Receiver) serveGRPC(w http.ResponseWriter, r *http.Request) {
 }
 
 // grpcMessage checks a unary call's body, one length-prefixed message,
-// and returns the message as sent (still compressed when its flag says
-// so), or the status code and error that refuse it.
-func grpcMessage(raw []byte, encoding string) ([]byte, int, error) {
-	if len(raw) < 5 {
-		return nil, codeInvalidArgument, fmt.Errorf("gRPC body of %d bytes holds no message", len(raw))
+// from its first bytes (head) and its length, and returns the status code
+// and error that refuse it, if any.
+func grpcMessage(head []byte, total int, encoding string) (int, error) {
+	if total < 5 {
+		return codeInvalidArgument, fmt.Errorf("gRPC body of %d bytes holds no message", total)
 	}
-	n := binary.BigEndian.Uint32(raw[1:5])
+	n := binary.BigEndian.Uint32(head[1:5])
 	switch {
-	case uint64(len(raw)-5) < uint64(n):
-		return nil, codeInvalidArgument, fmt.Errorf("gRPC message of %d bytes is cut off after %d", n, len(raw)-5)
-	case uint64(len(raw)-5) > uint64(n):
-		return nil, codeInvalidArgument, fmt.Errorf("more than one message in a unary gRPC call")
+	case uint64(total-5) < uint64(n):
+		return codeInvalidArgument, fmt.Errorf("gRPC message of %d bytes is cut off after %d", n, total-5)
+	case uint64(total-5) > uint64(n):
+		return codeInvalidArgument, fmt.Errorf("more than one message in a unary gRPC call")
 	}
-	switch flag := raw[0]; {
+	switch flag := head[0]; {
 	case flag == 0:
 	case flag != 1:
-		return nil, codeInvalidArgument, fmt.Errorf("gRPC message flag %d: want 0 or 1", flag)
+		return codeInvalidArgument, fmt.Errorf("gRPC message flag %d: want 0 or 1", flag)
 	case encoding == "gzip":
 	case encoding == "" || encoding == "identity":
-		return nil, codeInternal, fmt.Errorf("compressed gRPC message without a grpc-encoding")
+		return codeInternal, fmt.Errorf("compressed gRPC message without a grpc-encoding")
 	default:
-		return nil, codeUnimplemented, fmt.Errorf("grpc-encoding %q: only gzip is accepted", encoding)
+		return codeUnimplemented, fmt.Errorf("grpc-encoding %q: only gzip is accepted", encoding)
 	}
-	return raw[5:], 0, nil
+	return 0, nil
 }
 
 // grpcFail ends a call with a status and no message (a trailers-only

@@ -6,7 +6,6 @@ package otlp
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +39,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The body is received before a decoding slot is taken: a slow
 	// client holds only the bytes it sent (MaxWireBytes), never a slot.
-	raw, held, status, err := rc.receive(w, r)
+	rec, held, status, err := rc.receive(w, r)
 	defer rc.wire.Add(-held)
 	if err != nil {
 		outcome := OutcomeBadRequest
@@ -60,7 +59,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer rc.release()
-	body, status, err := rc.decompress(raw, r.Header.Get("Content-Encoding"))
+	body, status, err := rc.decompress(rec, 0, r.Header.Get("Content-Encoding"))
 	if err != nil {
 		outcome := OutcomeBadRequest
 		if status == http.StatusRequestEntityTooLarge {
@@ -99,7 +98,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // receive reads an OTLP/HTTP body as sent (compressed or not), up to
 // MaxBody bytes, charging each chunk to the wire budget as it arrives.
 // held is what it charged, to be given back when the request is done.
-func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte, held int64, status int, err error) {
+func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *received, held int64, status int, err error) {
 	if r.ContentLength > rc.opts.MaxBody {
 		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
 	}
@@ -115,67 +114,187 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (raw []byte,
 // then each chunk to the wire budget as it arrives; held is what it
 // charged. The status says why it failed: 413 past limit, 503 past the
 // wire budget, 400 a broken read.
-func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (raw []byte, held int64, status int, err error) {
+//
+// What is held is what is charged: a body of known size (Content-Length,
+// or a gRPC message's length prefix) is read into one buffer of that
+// size, whose pages fill only as its bytes arrive; a body of unknown size
+// is kept as a list of chunks and joined once at its end, the join
+// charged too. No buffer is grown by doubling, which would hold up to
+// three times the bytes charged.
+func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (rec *received, held int64, status int, err error) {
 	if !rc.chargeWire(RequestCost) {
-		return nil, 0, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", rc.opts.MaxWireBytes)
+		return nil, 0, http.StatusServiceUnavailable, rc.wireFull()
 	}
 	held = RequestCost
 	src := http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
-	// The read buffer starts small, so a stalled request holds little,
-	// and grows while reads fill it.
-	chunk := make([]byte, 4<<10)
-	for {
-		n, rerr := src.Read(chunk)
+	b := &bodyReader{rc: rc, src: src, held: &held}
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		raw := make([]byte, r.ContentLength)
+		if status, err = b.fill(raw); err != nil {
+			return nil, held, status, err
+		}
+		// Anything past the declared length is a broken request.
+		if n, _ := b.src.Read(make([]byte, 1)); n > 0 {
+			return nil, held, http.StatusBadRequest, errors.New("body longer than its Content-Length")
+		}
+		return &received{parts: [][]byte{raw}, n: len(raw)}, held, 0, nil
+	}
+	return b.chunks()
+}
+
+// received is a body as it arrived: one buffer when its size was known,
+// chunks otherwise. Joining chunks into one buffer waits for a decoding
+// slot, whose share of the memory budget covers the joined copy (it is
+// the body's decoded form when it was not compressed), so the bytes held
+// while waiting are only the bytes charged.
+type received struct {
+	parts [][]byte
+	n     int
+}
+
+// head returns up to the first k bytes.
+func (rb *received) head(k int) []byte {
+	out := make([]byte, 0, k)
+	for _, p := range rb.parts {
+		if len(out) == k {
+			break
+		}
+		out = append(out, p[:min(len(p), k-len(out))]...)
+	}
+	return out
+}
+
+// from returns the bytes from offset off as one slice, joining chunks
+// when there are several.
+func (rb *received) from(off int) []byte {
+	if len(rb.parts) == 1 {
+		return rb.parts[0][off:]
+	}
+	out := make([]byte, 0, rb.n-off)
+	for _, p := range rb.parts {
+		if off >= len(p) {
+			off -= len(p)
+			continue
+		}
+		out = append(out, p[off:]...)
+		off = 0
+	}
+	return out
+}
+
+// reader reads the bytes from offset off without joining them.
+func (rb *received) reader(off int) io.Reader {
+	rs := make([]io.Reader, 0, len(rb.parts))
+	for _, p := range rb.parts {
+		if off >= len(p) {
+			off -= len(p)
+			continue
+		}
+		rs = append(rs, bytes.NewReader(p[off:]))
+		off = 0
+	}
+	return io.MultiReader(rs...)
+}
+
+func (rc *Receiver) wireFull() error {
+	return fmt.Errorf("%d bytes of OTLP requests already being received; retry later", rc.opts.MaxWireBytes)
+}
+
+// bodyReader reads a body while charging its bytes to the wire budget.
+type bodyReader struct {
+	rc   *Receiver
+	src  io.Reader
+	held *int64
+}
+
+// fill reads exactly len(p) bytes.
+func (b *bodyReader) fill(p []byte) (int, error) {
+	for off := 0; off < len(p); {
+		n, err := b.src.Read(p[off:min(len(p), off+32<<10)])
 		if n > 0 {
-			if !rc.chargeWire(int64(n)) {
-				return nil, held, http.StatusServiceUnavailable, fmt.Errorf("%d bytes of OTLP requests already being received; retry later", rc.opts.MaxWireBytes)
+			if !b.rc.chargeWire(int64(n)) {
+				return http.StatusServiceUnavailable, b.rc.wireFull()
 			}
-			held += int64(n)
-			buf.Write(chunk[:n])
-			if n == len(chunk) && len(chunk) < 32<<10 {
-				chunk = make([]byte, 2*len(chunk))
+			*b.held += int64(n)
+			off += n
+		}
+		if err != nil {
+			if err == io.EOF && off == len(p) {
+				return 0, nil
+			}
+			return readStatus(err)
+		}
+	}
+	return 0, nil
+}
+
+// chunks reads a body of unknown size (gRPC sends none) in chunks of up
+// to 32 KiB, then joins them into one buffer of the body's size.
+func (b *bodyReader) chunks() (*received, int64, int, error) {
+	rb := &received{}
+	chunk := make([]byte, 0, 4<<10) // a stalled request holds little
+	for {
+		n, err := b.src.Read(chunk[len(chunk):cap(chunk)])
+		if n > 0 {
+			if !b.rc.chargeWire(int64(n)) {
+				return nil, *b.held, http.StatusServiceUnavailable, b.rc.wireFull()
+			}
+			*b.held += int64(n)
+			chunk = chunk[:len(chunk)+n]
+			rb.n += n
+			if len(chunk) == cap(chunk) {
+				rb.parts = append(rb.parts, chunk)
+				chunk = make([]byte, 0, min(2*cap(chunk), 32<<10))
 			}
 		}
-		var mbe *http.MaxBytesError
 		switch {
-		case rerr == io.EOF:
-			return buf.Bytes(), held, 0, nil
-		case errors.As(rerr, &mbe):
-			return nil, held, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", limit)
-		case rerr != nil:
-			return nil, held, http.StatusBadRequest, fmt.Errorf("reading body: %w", rerr)
+		case err == io.EOF:
+			if len(chunk) > 0 || len(rb.parts) == 0 {
+				rb.parts = append(rb.parts, chunk)
+			}
+			return rb, *b.held, 0, nil
+		case err != nil:
+			status, err := readStatus(err)
+			return nil, *b.held, status, err
 		}
 	}
 }
 
-// decompress undoes the body's content encoding. The body limit also
-// bounds the decoded size (a gzip bomb).
-func (rc *Receiver) decompress(raw []byte, encoding string) ([]byte, int, error) {
-	if !strings.EqualFold(encoding, "gzip") {
-		return raw, 0, nil
+// readStatus is the status of a failed body read: 413 past the limit, 400
+// otherwise.
+func readStatus(err error) (int, error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", mbe.Limit)
 	}
-	gz, err := gzip.NewReader(bytes.NewReader(raw))
+	return http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
+}
+
+// decompress undoes the body's content encoding. The body limit also
+// bounds the decoded size (a gzip bomb). The stream is decoded twice:
+// once to count its size, stopping past the limit, then into one buffer
+// of exactly that size. Nothing is allocated for a bomb, and a forged
+// size in the gzip trailer changes nothing.
+func (rc *Receiver) decompress(rec *received, off int, encoding string) ([]byte, int, error) {
+	if !strings.EqualFold(encoding, "gzip") {
+		return rec.from(off), 0, nil
+	}
+	gz, err := gzip.NewReader(rec.reader(off))
 	if err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
 	}
-	defer gz.Close() //nolint:errcheck // only read; ReadAll reports a corrupt stream
-	// gzip's trailer gives the decoded size (mod 2^32): reading into a
-	// buffer of that size, when it is within the limit, spares the
-	// doublings of a growing one, up to twice the body held at once. A
-	// wrong size only costs the growth again.
-	var buf bytes.Buffer
-	if n := len(raw); n >= 4 {
-		if size := int64(binary.LittleEndian.Uint32(raw[n-4:])); size <= rc.opts.MaxBody {
-			buf.Grow(int(size) + bytes.MinRead)
-		}
-	}
-	_, err = buf.ReadFrom(io.LimitReader(gz, rc.opts.MaxBody+1))
-	body := buf.Bytes()
+	n, err := io.Copy(io.Discard, io.LimitReader(gz, rc.opts.MaxBody+1))
 	switch {
-	case int64(len(body)) > rc.opts.MaxBody:
+	case n > rc.opts.MaxBody:
 		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", rc.opts.MaxBody)
 	case err != nil:
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+	}
+	if err := gz.Reset(rec.reader(off)); err != nil {
+		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(gz, body); err != nil {
 		return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
 	}
 	return body, 0, nil

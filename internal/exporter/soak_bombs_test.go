@@ -1,0 +1,199 @@
+package exporter
+
+// Gzip bombs of each kind over OTLP/HTTP and OTLP/gRPC, 50 at once, with
+// bodies of about 2 MB on the wire:
+//   - zeros: gzip of zeros far past the body limit once decoded;
+//   - forged: the same, its trailer claiming a decoded size of 1 KiB;
+//   - valid: a valid export request of just under 16 MiB (the body
+//     limit) once decoded, made of hard-to-compress attribute values.
+//
+//	go test -c -o exporter.test ./internal/exporter/
+//	for a in http-zeros http-forged http-valid grpc-zeros grpc-forged grpc-valid; do
+//	  ./exporter.test -test.run '^$' -test.bench "SoakBombs/^$a\$" -test.benchtime 1x
+//	done
+//
+// TestSoakBombsBounded runs each with 20 senders in a child process and
+// asserts the peak RSS. Both set the soft memory limit serve sets by
+// default.
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// bombBody returns a gzip body of the kind, about 2 MB on the wire.
+func bombBody(kind string) []byte {
+	var zipped bytes.Buffer
+	gz, _ := gzip.NewWriterLevel(&zipped, gzip.BestSpeed) // a valid level
+	switch kind {
+	case "zeros", "forged":
+		zeros := make([]byte, 1<<20)
+		for zipped.Len() < 2<<20 {
+			_, _ = gz.Write(zeros) // in memory, cannot fail
+		}
+	case "valid":
+		// Hex of random bytes compresses about 2:1; the rest is 'a's.
+		rnd := make([]byte, 2<<20)
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range rnd {
+			rnd[i] = byte(r.Uint32())
+		}
+		val := hex.EncodeToString(rnd) + strings.Repeat("a", 16<<20-4<<20-1024)
+		msg, _ := proto.Marshal(exportReq([]*commonpb.KeyValue{strAttr("host", val)},
+			sumMetric("k6_http_reqs", cumul, dbl(1, 1))))
+		_, _ = gz.Write(msg) // in memory, cannot fail
+	}
+	_ = gz.Close() // in memory, cannot fail
+	b := zipped.Bytes()
+	if kind == "forged" {
+		binary.LittleEndian.PutUint32(b[len(b)-4:], 1024)
+	}
+	return b
+}
+
+// sendBombs sends n copies of the kind's body at once over HTTP or gRPC
+// and returns how many were answered with each status.
+func sendBombs(st *soakTarget, grpcAddr string, body []byte, n int) (map[string]int, error) {
+	var client *http.Client
+	url := st.base + "/v1/metrics"
+	if grpcAddr != "" {
+		p := new(http.Protocols)
+		p.SetUnencryptedHTTP2(true)
+		client = &http.Client{Transport: &http.Transport{Protocols: p}}
+		url = "http://" + grpcAddr + "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+		frame := append([]byte{1, 0, 0, 0, 0}, body...)
+		binary.BigEndian.PutUint32(frame[1:5], uint32(len(body)))
+		body = frame
+	} else {
+		client = http.DefaultClient
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			if grpcAddr != "" {
+				req.Header.Set("Content-Type", "application/grpc")
+				req.Header.Set("Grpc-Encoding", "gzip")
+			} else {
+				req.Header.Set("Content-Type", "application/x-protobuf")
+				req.Header.Set("Content-Encoding", "gzip")
+			}
+			status := "error"
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+				status = fmt.Sprint(resp.StatusCode)
+				if grpcAddr != "" {
+					status = "grpc-" + resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status")
+				}
+			}
+			mu.Lock()
+			got[status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return got, nil
+}
+
+func BenchmarkSoakBombs(b *testing.B) {
+	for _, tr := range []string{"http", "grpc"} {
+		for _, kind := range []string{"zeros", "forged", "valid"} {
+			b.Run(tr+"-"+kind, func(b *testing.B) {
+				body := bombBody(kind)
+				debug.FreeOSMemory() // the peak is the exporter's, not the body's making
+				for b.Loop() {
+					st, stop := startSoak(b)
+					addr := ""
+					if tr == "grpc" {
+						var cancel func()
+						addr, cancel = st.serveGRPC(b)
+						defer cancel()
+					}
+					got, err := sendBombs(st, addr, body, 50)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Logf("answers: %v", got)
+					st.report(b)
+					if peak := procKiB(b, "VmHWM") / 1024; peak > 256 {
+						b.Errorf("peak RSS %.0f MiB, over 256 MiB", peak)
+					}
+					stop()
+				}
+			})
+		}
+	}
+}
+
+// TestSoakBombsBounded sends 20 bombs of each kind at once over each
+// transport, each attack in a child process, and asserts the peak RSS
+// and that every bomb got an answer.
+func TestSoakBombsBounded(t *testing.T) {
+	if a := os.Getenv("SOAK_BOMB"); a != "" {
+		tr, kind, _ := strings.Cut(a, "-")
+		body := bombBody(kind)
+		debug.FreeOSMemory()
+		st, stop := startSoak(t)
+		defer stop()
+		addr := ""
+		if tr == "grpc" {
+			var cancel func()
+			addr, cancel = st.serveGRPC(t)
+			defer cancel()
+		}
+		got, err := sendBombs(st, addr, body, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(map[string]any{"peak_rss_mib": statusKiB("VmHWM") / 1024, "answers": got})
+		fmt.Println("SOAK_RESULT " + string(out))
+		return
+	}
+	if testing.Short() {
+		t.Skip("runs child processes")
+	}
+	for _, tr := range []string{"http", "grpc"} {
+		for _, kind := range []string{"zeros", "forged", "valid"} {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestSoakBombsBounded$", "-test.v")
+			cmd.Env = append(os.Environ(), "SOAK_BOMB="+tr+"-"+kind)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s-%s: %v\n%s", tr, kind, err, out)
+			}
+			var r struct {
+				Peak    float64        `json:"peak_rss_mib"`
+				Answers map[string]int `json:"answers"`
+			}
+			for _, line := range strings.Split(string(out), "\n") {
+				if v, ok := strings.CutPrefix(line, "SOAK_RESULT "); ok {
+					if err := json.Unmarshal([]byte(v), &r); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			t.Logf("%s-%s: peak %.0f MiB, answers %v", tr, kind, r.Peak, r.Answers)
+			if r.Peak == 0 || r.Peak > 256 || r.Answers["error"] > 0 {
+				t.Errorf("%s-%s: peak %.0f MiB (bound 256), answers %v", tr, kind, r.Peak, r.Answers)
+			}
+		}
+	}
+}
