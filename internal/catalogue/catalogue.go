@@ -118,7 +118,7 @@ var (
 	ExporterLastPoint = Desc{Name: "envelope_exporter_last_point_timestamp_seconds", Type: GaugeType, Unit: "seconds",
 		Help: "k6 timestamp of the newest sample ingested, by input.", Labels: []string{"source"}, Source: "exporter"}
 	ExporterOTLPRequests = Desc{Name: "envelope_exporter_otlp_requests_total", Type: CounterType, Unit: "requests",
-		Help: "OTLP export requests received (HTTP /v1/metrics and gRPC), by outcome (ok, partial, bad_request, too_large, unsupported_media_type, method_not_allowed, busy, unauthorized).", Labels: []string{"outcome"}, Source: "exporter"}
+		Help: "OTLP export requests received (HTTP /v1/metrics and gRPC), by outcome (ok, partial, bad_request, too_large, unsupported_media_type, method_not_allowed, busy, unauthorized, timeout).", Labels: []string{"outcome"}, Source: "exporter"}
 	ExporterSeries = Desc{Name: "envelope_exporter_series", Type: GaugeType, Unit: "series",
 		Help: "k6 label sets currently held.", Source: "exporter"}
 	ExporterSeriesLimit = Desc{Name: "envelope_exporter_series_limit", Type: GaugeType, Unit: "series",

@@ -42,6 +42,7 @@ const (
 const (
 	codeOK                = 0
 	codeInvalidArgument   = 3
+	codeDeadlineExceeded  = 4
 	codeResourceExhausted = 8
 	codeUnimplemented     = 12
 	codeInternal          = 13
@@ -104,6 +105,9 @@ func (rc *Receiver) serveGRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	case http.StatusServiceUnavailable:
 		rc.grpcFail(w, codeUnavailable, OutcomeBusy, err)
+		return
+	case http.StatusRequestTimeout:
+		rc.grpcFail(w, codeDeadlineExceeded, OutcomeTimeout, err)
 		return
 	default:
 		rc.grpcFail(w, codeInvalidArgument, OutcomeBadRequest, err)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -46,6 +47,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch status {
 		case http.StatusRequestEntityTooLarge:
 			outcome = OutcomeTooLarge
+		case http.StatusRequestTimeout:
+			outcome = OutcomeTimeout
 		case http.StatusServiceUnavailable:
 			outcome = OutcomeBusy
 			w.Header().Set("Retry-After", RetryAfter)
@@ -260,12 +263,15 @@ func (b *bodyReader) chunks() (*received, int64, int, error) {
 	}
 }
 
-// readStatus is the status of a failed body read: 413 past the limit, 400
-// otherwise.
+// readStatus is the status of a failed body read: 413 past the limit,
+// 408 past the server's read timeout, 400 otherwise.
 func readStatus(err error) (int, error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return http.StatusRequestEntityTooLarge, fmt.Errorf("body exceeds the %d-byte limit", mbe.Limit)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return http.StatusRequestTimeout, fmt.Errorf("body not received within the read timeout: %w", err)
 	}
 	return http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
 }

@@ -48,6 +48,9 @@ const (
 	OutcomeMethod           = "method_not_allowed"
 	OutcomeBusy             = "busy"
 	OutcomeUnauthorized     = "unauthorized"
+	// OutcomeTimeout is a body that did not arrive within the server's
+	// read timeout: a slow client, not a malformed request.
+	OutcomeTimeout = "timeout"
 )
 
 // Outcomes lists every outcome.
