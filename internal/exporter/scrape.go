@@ -46,6 +46,10 @@ type rendering struct {
 	err  error  // the gather's error; gz holds what was gathered
 }
 
+// acceptedFormats are the exposition formats served (protobuf, with
+// native histograms, and text), in order of preference.
+var acceptedFormats = expfmt.DefaultAcceptedFormats()
+
 func newScrapes(g prometheus.Gatherer, log *slog.Logger, maxRequests int) *scrapes {
 	s := &scrapes{g: g, log: log, inflight: map[expfmt.Format]*rendering{}}
 	if maxRequests > 0 {
@@ -69,7 +73,7 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	format := expfmt.Negotiate(r.Header)
+	format := expfmt.NegotiateAccept(r.Header, acceptedFormats...)
 	rd := s.rendered(format)
 	if rd.err != nil {
 		s.log.Error("gathering metrics", "err", rd.err)

@@ -249,7 +249,12 @@ func TestHeaderAndConnectionBounds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, s.limit(l)) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 	base := "http://" + l.Addr().String()
 
 	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
