@@ -37,6 +37,10 @@ type Options struct {
 	ThroughputFactor float64
 	TestID           string
 	Start            time.Time // zero = 2026-01-01T00:00:00Z
+	// Variance draws a run-level effect from Seed on top of the factors
+	// above (RealVariance for runs that differ as real runs do); zero
+	// draws none.
+	Variance Variance
 }
 
 // Endpoint is one endpoint's fitted model.
@@ -362,7 +366,7 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	if err != nil {
 		return err
 	}
-	if o, err = o.resolve(env, m); err != nil {
+	if o, err = o.resolve(m); err != nil {
 		return err
 	}
 	start := o.Start
@@ -379,9 +383,19 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	return bw.Flush()
 }
 
+// has says whether the model has endpoint key.
+func (m *Model) has(key string) bool {
+	for _, e := range m.Endpoints {
+		if e.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // resolve fills o's defaults, checks its factors against env and applies
 // the latency factors to m's endpoints.
-func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
+func (o Options) resolve(m *Model) (Options, error) {
 	if o.Duration <= 0 {
 		o.Duration = 6 * time.Minute
 	}
@@ -398,9 +412,18 @@ func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
 		if k == "*" {
 			continue
 		}
-		if _, ok := env.Endpoints[k]; !ok {
+		if !m.has(k) {
 			return o, fmt.Errorf("simulate: latency factor for %q: no such endpoint in the envelope", k)
 		}
+	}
+	var eff Effect
+	if !o.Variance.IsZero() {
+		keys := make([]string, len(m.Endpoints))
+		for i, e := range m.Endpoints {
+			keys[i] = e.Key
+		}
+		eff = o.Variance.Draw(o.Seed, keys)
+		o.ThroughputFactor *= eff.Throughput
 	}
 	for i := range m.Endpoints {
 		e := &m.Endpoints[i]
@@ -409,6 +432,9 @@ func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
 		}
 		if f, ok := o.LatencyFactor[e.Key]; ok {
 			e.LatencyScale = f
+		}
+		if !o.Variance.IsZero() {
+			e.LatencyScale *= eff.Latency * eff.Endpoints[e.Key]
 		}
 	}
 	if o.TestID == "" {
