@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -366,7 +367,17 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	if err != nil {
 		return err
 	}
-	if o, err = o.resolve(m); err != nil {
+	return m.Write(w, o)
+}
+
+// Write simulates one run of the model with o into w as NDJSON: the runs
+// of a service whose model is fixed, judged against envelopes made from
+// other runs of it.
+func (m *Model) Write(w io.Writer, o Options) error {
+	cp := *m
+	cp.Endpoints = slices.Clone(m.Endpoints)
+	o, err := o.resolve(&cp)
+	if err != nil {
 		return err
 	}
 	start := o.Start
@@ -376,8 +387,8 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
 	bw := bufio.NewWriterSize(w, 1<<16)
 	s := &sink{w: bw, testid: o.TestID}
-	writeMetricLines(bw, m)
-	if err := s.events(m, o, start, rng); err != nil {
+	writeMetricLines(bw, &cp)
+	if err := s.events(&cp, o, start, rng); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -584,6 +595,16 @@ func (s *sink) point(metric string, ts time.Time, v float64, tags [][2]string) {
 
 // WriteFile writes the run to path, gzip-compressed when it ends in .gz.
 func WriteFile(path string, env *envelope.Envelope, o Options) error {
+	m, err := Fit(env)
+	if err != nil {
+		return err
+	}
+	return m.WriteFile(path, o)
+}
+
+// WriteFile writes a run of the model to path, gzip-compressed when it
+// ends in .gz.
+func (m *Model) WriteFile(path string, o Options) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -594,7 +615,7 @@ func WriteFile(path string, env *envelope.Envelope, o Options) error {
 		gz = gzip.NewWriter(f)
 		w = gz
 	}
-	err = Write(w, env, o)
+	err = m.Write(w, o)
 	if gz != nil {
 		if cerr := gz.Close(); err == nil {
 			err = cerr
