@@ -49,8 +49,11 @@ func (c *comparer) envConfidence() float64 {
 
 // quantileOf maps a figure name to its probability.
 func quantileOf(stat string) float64 {
-	if stat == "p99" {
+	switch stat {
+	case "p99":
 		return 0.99
+	case "median":
+		return 0.5
 	}
 	return 0.95
 }
@@ -84,18 +87,26 @@ func (c *comparer) baseValues(endpoint, stat string) []stats.RunValue {
 		var v float64
 		var ci *envelope.Interval
 		if endpoint == "" {
-			v, ci = r.P95, r.P95CI
-			if stat == "p99" {
+			switch stat {
+			case "median":
+				v = r.Median
+			case "p99":
 				v, ci = r.P99, r.P99CI
+			default:
+				v, ci = r.P95, r.P95CI
 			}
 		} else {
 			re, ok := r.Endpoints[endpoint]
 			if !ok {
 				continue
 			}
-			v, ci = re.P95, re.P95CI
-			if stat == "p99" {
+			switch stat {
+			case "median":
+				v = re.Median
+			case "p99":
 				v, ci = re.P99, re.P99CI
+			default:
+				v, ci = re.P95, re.P95CI
 			}
 		}
 		if v > 0 {
@@ -121,6 +132,12 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 		r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
 	} else {
 		r, err = stats.RunLevelLog(base, cand, c.tol.Confidence)
+		// The runs' own degrees of freedom: the between-run variance rests
+		// on them alone, however much of a run's variance its samples
+		// explain.
+		if df := float64(len(base) + len(cand) - 2); err == nil && !c.satterthwaite && r.DF > df {
+			r = r.WithDF(df)
+		}
 	}
 	if err != nil {
 		f.Verdict, f.Note = NoData, err.Error()
@@ -135,7 +152,7 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 	}
 	f.Baseline, f.Candidate = math.Exp(lb/float64(len(base))), math.Exp(lc/float64(len(cand)))
 	f.Method = ""
-	judge(f, r, f.Better, f.TolerancePct/100)
+	c.judge(f, r, f.Better, f.TolerancePct/100)
 }
 
 // quantileFigure compares the aggregate p95 or p99 from every baseline
@@ -145,7 +162,10 @@ func (c *comparer) quantileFigure(stat, k6stat string) {
 	if c.method == "bootstrap" {
 		c.ratioFigure(stat, "", "ms", "lower", c.tol.LatencyRise,
 			func(r envelope.RunFigures) float64 {
-				if stat == "p99" {
+				switch stat {
+				case "median":
+					return r.Median
+				case "p99":
 					return r.P99
 				}
 				return r.P95
