@@ -285,7 +285,7 @@ func (c *comparer) decide(mode familyMode) {
 			significant := f.PHolm < alpha
 			switch {
 			case f.Verdict == NoData:
-			case c.rule != ruleInterval && f.beyond && significant:
+			case (c.rule == ruleEstimate || c.rule == ruleHalf) && f.beyond && significant:
 				f.Verdict = Regression
 			case f.Verdict == Regression && !significant, f.beyond && !significant:
 				f.Verdict = Inconclusive
