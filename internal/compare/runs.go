@@ -131,13 +131,7 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 		}
 		r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
 	} else {
-		r, err = stats.RunLevelLog(base, cand, c.tol.Confidence)
-		// The runs' own degrees of freedom: the between-run variance rests
-		// on them alone, however much of a run's variance its samples
-		// explain.
-		if df := float64(len(base) + len(cand) - 2); err == nil && !c.satterthwaite && r.DF > df {
-			r = r.WithDF(df)
-		}
+		r, err = runLevelCI(base, cand, c.tol.Confidence, c.satterthwaite)
 	}
 	if err != nil {
 		f.Verdict, f.Note = NoData, err.Error()
@@ -275,9 +269,21 @@ func ThroughputMDC(env *envelope.Envelope, k int) (float64, bool) {
 	if !(conf > 0 && conf < 1) {
 		conf = 0.95
 	}
-	r, err := stats.RunLevelLog(base, cand, conf)
+	r, err := runLevelCI(base, cand, conf, false)
 	if err != nil || math.IsNaN(r.MDC) {
 		return 0, false
 	}
 	return r.MDC, true
+}
+
+// runLevelCI is the run-level interval compare judges by: on the runs'
+// own n_base + n_cand − 2 degrees of freedom, since the between-run
+// variance rests on them alone however much of a run's variance its
+// samples explain; Satterthwaite's when satterthwaite is set.
+func runLevelCI(base, cand []stats.RunValue, confidence float64, satterthwaite bool) (stats.RatioCI, error) {
+	r, err := stats.RunLevelLog(base, cand, confidence)
+	if df := float64(len(base) + len(cand) - 2); err == nil && !satterthwaite && r.DF > df {
+		r = r.WithDF(df)
+	}
+	return r, err
 }
