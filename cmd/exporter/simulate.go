@@ -23,6 +23,7 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 	errRate := cmd.Flag("error-rate", "Share of requests that fail (status 503).").Default("0").Float64()
 	tf := cmd.Flag("throughput-factor", "Multiply the request and iteration rates.").Default("1").Float64()
 	testid := cmd.Flag("testid", "testid tag of every point (default simulated-SEED).").String()
+	variance := cmd.Flag("run-variance", "Run-level effect drawn from the seed on top of sampling: none, or real (the run-to-run variance of real runs: aggregate latency level, each endpoint's level, throughput).").Default("none").Enum("none", "real")
 	out := cmd.Flag("out", "File to write; .gz compresses.").Required().String()
 	cmd.Action(c.action(func() error {
 		env, err := envelope.ReadFile(*envPath)
@@ -30,6 +31,9 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 			return withCode(2, err)
 		}
 		o := simulate.Options{Duration: *dur, Seed: *seed, ErrorRate: *errRate, ThroughputFactor: *tf, TestID: *testid, LatencyFactor: map[string]float64{}}
+		if *variance == "real" {
+			o.Variance = simulate.RealVariance
+		}
 		for _, s := range *lat {
 			// The factor follows the last '=': endpoint names may hold '='.
 			i := strings.LastIndex(s, "=")

@@ -2,9 +2,11 @@ package backtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,25 +16,34 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // Detection power of the generated rules, measured as a rate over many
-// simulated runs of the demo envelope rather than on one seed. Each
-// scenario injects one regression from the start of a 6-minute run (the
-// user's run length) and names the alert that must detect it and its
-// deadline; the baseline scenario counts runs on which anything fired.
+// simulated runs rather than on one seed. The service is the model fitted
+// to the demo envelope; every run draws the run-level variance of real
+// runs (simulate.RealVariance) on top of its sampling. Each scenario
+// injects one regression from the start of a 6-minute run (the user's run
+// length) and names the alert that must detect it and its deadline; the
+// baseline scenario counts runs on which anything fired. The envelope the
+// rules come from is either the demo envelope (its five real runs) or,
+// as a user makes one, computed from 3 or 5 runs of the service drawn per
+// seed.
 //
-// TestDetectionPower runs a few seeds of every scenario in CI;
-// BenchmarkDetectionPower runs the full set (powerSeeds) and prints the
-// table docs/rules.md quotes.
+// The CI guard runs 20 seeds; BenchmarkDetectionPower runs the full set
+// (powerSeeds) and prints the tables docs/rules.md quotes.
 
 // powerSeeds are the seeds of the full measurement: the same 50 for every
-// scenario, so a regressed run and its baseline share their arrival times
-// and latency draws.
+// scenario, so a regressed run and its baseline share their arrival times,
+// latency draws and run-level effect.
 var powerSeeds = seedRange(1001, 50)
 
-// powerFastSeeds are the CI subset.
-var powerFastSeeds = seedRange(1001, 4)
+// powerGuardSeeds are the CI guard's, apart from powerSeeds.
+var powerGuardSeeds = seedRange(2001, 20)
+
+// powerOnly measures only the scenarios whose name it matches (the
+// benchmark re-measures one after a change to its alert).
+var powerOnly = flag.String("power.only", "", "regexp: measure only the power scenarios it matches")
 
 func seedRange(first uint64, n int) []uint64 {
 	out := make([]uint64, n)
@@ -59,9 +70,11 @@ type powerCheck struct {
 	// deadline in seconds from the start of the run: the moment the shift
 	// is visible in the window, plus for, plus two evaluations.
 	deadline float64
-	// floor is the share of runs that must detect within the deadline; 0
-	// for a figure that is only reported.
-	floor float64
+	// measured is the share of runs detected within the deadline over the
+	// 50 powerSeeds with envelopes of 5 runs made per seed (throughput:
+	// the demo envelope); the guard asserts the binomial floor below it.
+	// 0 for a figure that is only reported.
+	measured float64
 }
 
 // powerOutcome is what one check (or the baseline) gave over the seeds.
@@ -70,8 +83,10 @@ type powerOutcome struct {
 	check    *powerCheck // nil for the baseline
 	seeds    []uint64
 	first    []float64 // first detection per seed, +Inf when none
-	alarms   int       // baseline: runs on which any alert fired
-	fired    map[string]int
+	// deadlines per seed: an envelope made per seed has its own thresholds.
+	deadlines []float64
+	alarms    int // baseline: runs on which any alert fired
+	fired     map[string]int
 }
 
 func (o powerOutcome) detected() int {
@@ -86,8 +101,8 @@ func (o powerOutcome) detected() int {
 
 func (o powerOutcome) inDeadline() int {
 	n := 0
-	for _, s := range o.first {
-		if s <= o.check.deadline {
+	for i, s := range o.first {
+		if s <= o.deadlines[i] {
 			n++
 		}
 	}
@@ -129,45 +144,107 @@ func powerScenarios(tb testing.TB, env *envelope.Envelope, c *rules.Calibration)
 	return []powerScenario{
 		{name: "baseline", opts: simulate.Options{}},
 		{name: "auth_register latency ×1.15", opts: shift("auth_register", 1.15), checks: []powerCheck{
-			{what: rules.AlertEndpointLatency + "{auth_register}", detects: endpoint("auth_register"), deadline: latencyDeadline("auth_register", 1.15), floor: 0.95},
+			{what: rules.AlertEndpointLatency + "{auth_register}", detects: endpoint("auth_register"), deadline: latencyDeadline("auth_register", 1.15), measured: 0.44},
 			{what: "its p95 and p99 tests alone", detects: bandTests("auth_register"), deadline: latencyDeadline("auth_register", 1.15)}}},
 		{name: "auth_register latency ×1.30", opts: shift("auth_register", 1.30), checks: []powerCheck{
-			{what: rules.AlertEndpointLatency + "{auth_register}", detects: endpoint("auth_register"), deadline: latencyDeadline("auth_register", 1.30), floor: 0.95},
+			{what: rules.AlertEndpointLatency + "{auth_register}", detects: endpoint("auth_register"), deadline: latencyDeadline("auth_register", 1.30), measured: 0.92},
 			{what: "its p95 and p99 tests alone", detects: bandTests("auth_register"), deadline: latencyDeadline("auth_register", 1.30)}}},
 		{name: "all latencies ×1.15", opts: shift("*", 1.15), checks: []powerCheck{
-			{what: "any latency alert", detects: anyLatency, deadline: latencyDeadline("", 1.15), floor: 0.95},
+			{what: "any latency alert", detects: anyLatency, deadline: latencyDeadline("", 1.15), measured: 0.60},
 			// The overall tests alone: by the policy only the overall p99
 			// crosses its edge (p95 ×1.15 stays under band top + 10%), and
 			// only just, so this is well short of the endpoint figures.
-			{what: rules.AlertLatencyHigh, detects: named(rules.AlertLatencyHigh), deadline: latencyDeadline("", 1.15), floor: 0.7}}},
+			{what: rules.AlertLatencyHigh, detects: named(rules.AlertLatencyHigh), deadline: latencyDeadline("", 1.15), measured: 0.44}}},
 		{name: "1% failed requests", opts: simulate.Options{ErrorRate: 0.01}, checks: []powerCheck{
-			{what: rules.AlertRequestsFailing, detects: named(rules.AlertRequestsFailing), deadline: eval + forDur + 2*eval, floor: 0.95}}},
+			{what: rules.AlertRequestsFailing, detects: named(rules.AlertRequestsFailing), deadline: eval + forDur + 2*eval, measured: 1}}},
 		{name: "throughput ×0.90", opts: simulate.Options{ThroughputFactor: 0.9}, checks: []powerCheck{
-			// Measured at 90% over the 50 seeds: the calibrated floor sits
-			// 1.8 window-σ above a −10% run (docs/rules.md), so a few runs
-			// do not stay below it for a whole `for`.
-			{what: rules.AlertThroughputLow, detects: named(rules.AlertThroughputLow), deadline: c.Throughput.Window.Seconds() + forDur + 2*eval, floor: 0.9}}},
+			// Measured with the demo envelope's rules (its real runs'
+			// throughput CV); envelopes of simulated runs carry Poisson
+			// counting noise, more than real runs show (docs/rules.md).
+			{what: rules.AlertThroughputLow, detects: named(rules.AlertThroughputLow), deadline: c.Throughput.Window.Seconds() + forDur + 2*eval, measured: 0.94}}},
 	}
 }
 
-// runPower backtests every scenario over seeds, one run at a time.
-func runPower(tb testing.TB, env *envelope.Envelope, files []string, scs []powerScenario, seeds []uint64) []powerOutcome {
+// powerEnv is the envelope the rules of a measurement come from, its
+// calibration and its rule files.
+type powerEnv struct {
+	env   *envelope.Envelope
+	cal   *rules.Calibration
+	files []string
+}
+
+func newPowerEnv(tb testing.TB, env *envelope.Envelope) powerEnv {
+	tb.Helper()
+	c, err := rules.Calibrate(env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	if _, err := rules.WriteDir(dir, env, rules.DefaultOptions(), rules.FormatPrometheus); err != nil {
+		tb.Fatal(err)
+	}
+	files, err := RuleFiles(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return powerEnv{env: env, cal: c, files: files}
+}
+
+// userEnvelope is the envelope a user would make from k runs of the
+// service: k runs of the model with the real run-level variance (seeds
+// seed·1000+1…), computed as `exporter baseline` computes it.
+func userEnvelope(tb testing.TB, model *simulate.Model, k int, seed uint64) *envelope.Envelope {
+	tb.Helper()
+	var in []envelope.Input
+	for i := range k {
+		name := fmt.Sprintf("seed%d-base%d.ndjson", seed, i+1)
+		r, err := model.Run(simulate.Options{Seed: seed*1000 + uint64(i) + 1, Duration: runLength, Variance: simulate.RealVariance}, name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		in = append(in, envelope.Input{Run: r, Source: envelope.Source{File: name, Format: "ndjson"}})
+	}
+	env, err := envelope.Compute(in, envelope.Options{Name: fmt.Sprintf("user-%d-runs", k)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return env
+}
+
+// runPower backtests every scenario (those powerOnly matches) over seeds,
+// one run at a time, each run of the model with the real run-level
+// variance; envFor gives the envelope a seed's rules come from.
+func runPower(tb testing.TB, model *simulate.Model, envFor func(seed uint64) powerEnv, seeds []uint64) []powerOutcome {
+	only, err := regexp.Compile(*powerOnly)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	dir := tb.TempDir()
 	path := filepath.Join(dir, "run.ndjson")
 	var out []powerOutcome
-	for _, sc := range scs {
-		base := powerOutcome{scenario: sc.name, seeds: seeds, fired: map[string]int{}}
-		outs := make([]powerOutcome, len(sc.checks))
-		for i := range sc.checks {
-			outs[i] = powerOutcome{scenario: sc.name, check: &sc.checks[i], seeds: seeds, fired: base.fired}
-		}
-		for _, seed := range seeds {
+	for _, seed := range seeds {
+		pe := envFor(seed)
+		k := 0
+		for _, sc := range powerScenarios(tb, pe.env, pe.cal) {
+			if !only.MatchString(sc.name) {
+				continue
+			}
+			slots := max(len(sc.checks), 1)
+			if len(out) < k+slots {
+				fired := map[string]int{}
+				if len(sc.checks) == 0 {
+					out = append(out, powerOutcome{scenario: sc.name, fired: fired})
+				}
+				for i := range sc.checks {
+					out = append(out, powerOutcome{scenario: sc.name, check: &sc.checks[i], fired: fired})
+				}
+			}
 			opts := sc.opts
-			opts.Seed, opts.Duration = seed, runLength
-			if err := simulate.WriteFile(path, env, opts); err != nil {
+			opts.Seed, opts.Duration, opts.Variance = seed, runLength, simulate.RealVariance
+			if err := model.WriteFile(path, opts); err != nil {
 				tb.Fatal(err)
 			}
-			r, err := File(context.Background(), env, files, path, Options{})
+			r, err := File(context.Background(), pe.env, pe.files, path, Options{})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -175,12 +252,15 @@ func runPower(tb testing.TB, env *envelope.Envelope, files []string, scs []power
 			for _, a := range r.Alerts {
 				kinds[alertKey(a)] = true
 			}
-			for k := range kinds {
-				base.fired[k]++
+			for kd := range kinds {
+				out[k].fired[kd]++
 			}
-			if len(sc.checks) == 0 && len(r.Alerts) > 0 {
-				base.alarms++
-				tb.Logf("%s seed %d: false alarm %v", sc.name, seed, names(r))
+			if len(sc.checks) == 0 {
+				out[k].seeds = append(out[k].seeds, seed)
+				if len(r.Alerts) > 0 {
+					out[k].alarms++
+					tb.Logf("%s seed %d: false alarm %v", sc.name, seed, names(r))
+				}
 			}
 			for i, ch := range sc.checks {
 				first := math.Inf(1)
@@ -189,13 +269,13 @@ func runPower(tb testing.TB, env *envelope.Envelope, files []string, scs []power
 						first = a.FirstFiringS
 					}
 				}
-				outs[i].first = append(outs[i].first, first)
+				o := &out[k+i]
+				o.seeds = append(o.seeds, seed)
+				o.first = append(o.first, first)
+				o.deadlines = append(o.deadlines, ch.deadline)
 			}
+			k += slots
 		}
-		if len(sc.checks) == 0 {
-			outs = []powerOutcome{base}
-		}
-		out = append(out, outs...)
 	}
 	return out
 }
@@ -213,22 +293,27 @@ func alertKey(a Alert) string {
 	return k
 }
 
-// checkPower asserts every check's floor and the baseline's zero.
-func checkPower(tb testing.TB, outs []powerOutcome) {
-	tb.Helper()
+// powerFailures names every check below the binomial floor under its
+// measured rate over these seeds, and every false alarm.
+func powerFailures(outs []powerOutcome) []string {
+	var fails []string
 	for _, o := range outs {
 		if o.check == nil {
 			if o.alarms != 0 {
-				tb.Errorf("%s: false alarms on %d of %d runs", o.scenario, o.alarms, len(o.seeds))
+				fails = append(fails, fmt.Sprintf("%s: false alarms on %d of %d runs", o.scenario, o.alarms, len(o.seeds)))
 			}
 			continue
 		}
-		rate := float64(o.inDeadline()) / float64(len(o.seeds))
-		if rate < o.check.floor {
-			tb.Errorf("%s, %s: %d of %d runs detected within %gs (%.0f%%), floor %.0f%%; first detections %v",
-				o.scenario, o.check.what, o.inDeadline(), len(o.seeds), o.check.deadline, 100*rate, 100*o.check.floor, o.first)
+		if o.check.measured == 0 {
+			continue
+		}
+		floor := stats.BinomialFloor(len(o.seeds), o.check.measured, 0.005)
+		if rate := float64(o.inDeadline()) / float64(len(o.seeds)); rate < floor {
+			fails = append(fails, fmt.Sprintf("%s, %s: %d of %d runs detected within the deadline (%.0f%%), floor %.0f%% (measured %.0f%%); first detections %v",
+				o.scenario, o.check.what, o.inDeadline(), len(o.seeds), 100*rate, 100*floor, 100*o.check.measured, o.first))
 		}
 	}
+	return fails
 }
 
 // powerTable renders the outcomes as docs/rules.md shows them.
@@ -250,8 +335,13 @@ func powerTable(outs []powerOutcome) string {
 		if o.check == nil {
 			fmt.Fprintf(&b, "| %s | (false alarms) | %d | %d | – | – | – | – |\n", o.scenario, n, o.alarms)
 		} else {
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %g s | %s | %s |\n", o.scenario, o.check.what, n,
-				pct(o.detected(), n), pct(o.inDeadline(), n), o.check.deadline, secs(o.delay(0.5)), secs(o.delay(0.95)))
+			lo, hi := slices.Min(o.deadlines), slices.Max(o.deadlines)
+			dl := fmt.Sprintf("%g s", lo)
+			if hi > lo {
+				dl = fmt.Sprintf("%g–%g s", lo, hi)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", o.scenario, o.check.what, n,
+				pct(o.detected(), n), pct(o.inDeadline(), n), dl, secs(o.delay(0.5)), secs(o.delay(0.95)))
 		}
 		if o.scenario == last {
 			continue
@@ -276,54 +366,79 @@ func powerTable(outs []powerOutcome) string {
 	return b.String()
 }
 
-func demoPowerSetup(tb testing.TB) (*envelope.Envelope, *rules.Calibration, []string) {
+// demoModel is the service every power run draws from: the model fitted
+// to the demo envelope.
+func demoModel(tb testing.TB) (*envelope.Envelope, *simulate.Model) {
+	tb.Helper()
 	env, err := envelope.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := rules.Calibrate(env)
+	m, err := simulate.Fit(env)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := tb.TempDir()
-	if _, err := rules.WriteDir(dir, env, rules.DefaultOptions(), rules.FormatPrometheus); err != nil {
-		tb.Fatal(err)
-	}
-	files, err := RuleFiles(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return env, c, files
+	return env, m
 }
 
-// The CI subset of the power measurement: every scenario over
-// powerFastSeeds must meet its floor, and no baseline run may fire.
+// TestDetectionPower is the CI guard: seeds 2001–2020, apart from the
+// measured 50; rules from an envelope of 5 runs made per seed, except the
+// throughput drop, judged by the demo envelope's rules. Every check must
+// reach the binomial floor below its measured rate, and no baseline run
+// may fire.
 func TestDetectionPower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulated runs")
 	}
-	env, c, files := demoPowerSetup(t)
-	outs := runPower(t, env, files, powerScenarios(t, env, c), powerFastSeeds)
-	t.Logf("seeds %d–%d\n%s", powerFastSeeds[0], powerFastSeeds[len(powerFastSeeds)-1], powerTable(outs))
-	checkPower(t, outs)
+	demoEnv, model := demoModel(t)
+	only := *powerOnly
+	defer func() { *powerOnly = only }()
+	var outs []powerOutcome
+	for _, part := range []struct {
+		scenarios string
+		env       func(seed uint64) powerEnv
+	}{
+		// auth_register ×1.15 is measured by the benchmark only: its rate
+		// is too low for a floor over 20 seeds to guard anything.
+		{`^(baseline|auth_register latency ×1\.30|all latencies ×1\.15|1% failed requests)$`,
+			func(seed uint64) powerEnv { return newPowerEnv(t, userEnvelope(t, model, 5, seed)) }},
+		{`^throughput ×0\.90$`, func() func(uint64) powerEnv {
+			demo := newPowerEnv(t, demoEnv)
+			return func(uint64) powerEnv { return demo }
+		}()},
+	} {
+		*powerOnly = part.scenarios
+		outs = append(outs, runPower(t, model, part.env, powerGuardSeeds)...)
+	}
+	t.Logf("seeds %d–%d\n%s", powerGuardSeeds[0], powerGuardSeeds[len(powerGuardSeeds)-1], powerTable(outs))
+	for _, f := range powerFailures(outs) {
+		t.Error(f)
+	}
 }
 
 // BenchmarkDetectionPower is the full measurement: every scenario over
-// the 50 powerSeeds, the floors asserted, the table logged. One
-// iteration takes minutes; run it with -benchtime 1x (-v prints the
-// whole table):
+// the 50 powerSeeds, rules from envelopes of 3 and of 5 runs made per
+// seed and from the demo envelope, the tables logged with whatever falls
+// below a guard's floor. One iteration takes many minutes; run it with
+// -benchtime 1x (-v prints the tables):
 //
-//	go test ./internal/backtest/ -run '^$' -bench DetectionPower -benchtime 1x -v
+//	go test ./internal/backtest/ -run '^$' -bench DetectionPower -benchtime 1x -v -timeout 120m
 func BenchmarkDetectionPower(b *testing.B) {
-	env, c, files := demoPowerSetup(b)
-	scs := powerScenarios(b, env, c)
+	demoEnv, model := demoModel(b)
+	demo := newPowerEnv(b, demoEnv)
 	for b.Loop() {
-		outs := runPower(b, env, files, scs, powerSeeds)
-		b.Logf("seeds %d–%d\n%s", powerSeeds[0], powerSeeds[len(powerSeeds)-1], powerTable(outs))
-		checkPower(b, outs)
-		for _, o := range outs {
-			if o.check == nil {
-				b.ReportMetric(float64(o.alarms), "false-alarm-runs")
+		for _, src := range []struct {
+			name string
+			env  func(seed uint64) powerEnv
+		}{
+			{"rules from an envelope of 3 runs made per seed", func(seed uint64) powerEnv { return newPowerEnv(b, userEnvelope(b, model, 3, seed)) }},
+			{"rules from an envelope of 5 runs made per seed", func(seed uint64) powerEnv { return newPowerEnv(b, userEnvelope(b, model, 5, seed)) }},
+			{"rules from the demo envelope (its 5 real runs)", func(uint64) powerEnv { return demo }},
+		} {
+			outs := runPower(b, model, src.env, powerSeeds)
+			b.Logf("%s, seeds %d–%d\n%s", src.name, powerSeeds[0], powerSeeds[len(powerSeeds)-1], powerTable(outs))
+			for _, f := range powerFailures(outs) {
+				b.Logf("below the guard: %s", f)
 			}
 		}
 	}
@@ -338,8 +453,8 @@ func BenchmarkDetectionPower(b *testing.B) {
 // is the shifted endpoint (its own tests), or "" for every endpoint
 // shifted by factor (the overall tests). This definition is fixed by the
 // policy (band edge, tolerance, false-alarm budget), not by the detection
-// method, so every method is held to the same deadline. It fails the test
-// when the shift never becomes visible in a full window.
+// method, so every method is held to the same deadline. When the shift
+// never becomes visible in expectation it is the full window.
 func visibleAt(tb testing.TB, env *envelope.Envelope, c *rules.Calibration, key string, factor, eval float64) float64 {
 	tb.Helper()
 	m, err := simulate.Fit(env)
@@ -389,7 +504,10 @@ func visibleAt(tb testing.TB, env *envelope.Envelope, c *rules.Calibration, key 
 		}
 	}
 	if math.IsInf(best, 1) {
-		tb.Fatalf("a %gx shift of %q never becomes visible to its p95 or p99 test in a %s window", factor, key, c.WindowStr)
+		// Not visible in expectation (a band top already near the shifted
+		// level): the deadline is the full window, the latest the test
+		// can judge.
+		return c.Window.Seconds()
 	}
 	return best
 }

@@ -23,9 +23,12 @@ import (
 // Verdict is a figure's judgement.
 type Verdict string
 
-// Verdicts. Regression and Improvement mean the whole confidence
-// interval lies beyond the tolerance; Pass that the bad side of the
-// interval stays within it; Inconclusive that the interval straddles it.
+// Verdicts. Regression means the change is significant in the bad
+// direction after Holm's correction within the figure's family and its
+// estimate lies beyond the tolerance; Improvement that the whole
+// confidence interval lies beyond the tolerance on the good side; Pass
+// that the bad side of the interval stays within the tolerance;
+// Inconclusive anything else.
 const (
 	Regression   Verdict = "Regression"
 	Improvement  Verdict = "Improvement"
@@ -49,13 +52,60 @@ type Options struct {
 	// SkipWarmup is the warm-up the loader cut from the candidates' point
 	// streams; the workload check adds it back to compare whole runs.
 	SkipWarmup time.Duration
+
+	// rule and families select the decision rule and the multiplicity
+	// families; the zero values are the defaults. The others are kept so
+	// that the power measurement can show why the defaults were chosen.
+	rule     decisionRule
+	families familyMode
+	// satterthwaite keeps the run-level interval's Satterthwaite degrees
+	// of freedom, which count the candidates' known sampling variance as
+	// exact, instead of the runs' own n_base + n_cand − 2.
+	satterthwaite bool
 }
+
+// decisionRule is how a figure's interval and p-value make a Regression.
+type decisionRule int
+
+const (
+	// ruleEstimate: the change is significant in the bad direction
+	// (one-sided p of a change beyond 0, Holm within the family) and its
+	// estimate exceeds the tolerance.
+	ruleEstimate decisionRule = iota
+	// ruleHalf: significant in the bad direction and the estimate beyond
+	// half the tolerance.
+	ruleHalf
+	// ruleInterval: the whole interval lies beyond the tolerance and the
+	// one-sided p of a change beyond the tolerance survives Holm across
+	// the family (the rule before per-family control).
+	ruleInterval
+)
+
+// familyMode is which figures share one Holm correction.
+type familyMode int
+
+const (
+	// familiesSplit: the headline figures form one family, each
+	// endpoint's figures another.
+	familiesSplit familyMode = iota
+	// familiesEndpoints: the headline figures one family, all endpoint
+	// figures together another.
+	familiesEndpoints
+	// familiesAll: every figure in one family.
+	familiesAll
+)
+
+// Families of figures that share one Holm correction.
+const (
+	FamilyHeadline = "headline"
+	familyEndpoint = "endpoint"
+)
 
 // Figure is one compared figure. Percentages are relative changes
 // (candidate/baseline - 1) × 100; for the error rate they are percentage
 // points.
 type Figure struct {
-	Name     string `json:"name"` // throughput, p95, p99, error_rate
+	Name     string `json:"name"` // throughput, median, p95, p99, error_rate
 	Endpoint string `json:"endpoint,omitempty"`
 	// EndpointLabel is the endpoint's display name, when the envelope
 	// gives it one (envelope.Endpoint.Label).
@@ -69,16 +119,21 @@ type Figure struct {
 	CIHighPct     float64 `json:"ci_high_pct"`
 	MDCPct        float64 `json:"mdc_pct"`
 	TolerancePct  float64 `json:"tolerance_pct"`
-	P             float64 `json:"p"`      // one-sided p of a change beyond tolerance in the bad direction
-	PHolm         float64 `json:"p_holm"` // Holm-adjusted across figures
-	Verdict       Verdict `json:"verdict"`
-	Method        string  `json:"method"`
-	Note          string  `json:"note,omitempty"`
+	P             float64 `json:"p"`      // one-sided p of a change in the bad direction
+	PHolm         float64 `json:"p_holm"` // Holm-adjusted within the figure's family
+	// Family is the set of figures P is corrected within: "headline"
+	// (the aggregate figures) or "endpoint <key>" (one endpoint's).
+	Family  string  `json:"family"`
+	Verdict Verdict `json:"verdict"`
+	Method  string  `json:"method"`
+	Note    string  `json:"note,omitempty"`
+	// beyond: the estimate lies beyond the tolerance in the bad direction.
+	beyond bool
 }
 
 // Label names the figure for people, an endpoint by its display name.
 func (f Figure) Label() string {
-	what := map[string]string{"throughput": "throughput", "p95": "p95", "p99": "p99", "error_rate": "error rate"}[f.Name]
+	what := map[string]string{"throughput": "throughput", "median": "median", "p95": "p95", "p99": "p99", "error_rate": "error rate"}[f.Name]
 	if f.EndpointLabel != "" {
 		return f.EndpointLabel + " " + what
 	}
@@ -162,10 +217,11 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
 	}
 
-	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res}
+	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite}
 	c.loadSamples()
 	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
 	c.throughputFigure()
+	c.quantileFigure("median", "med")
 	c.quantileFigure("p95", "p(95)")
 	c.quantileFigure("p99", "p(99)")
 	c.errorFigure()
@@ -177,35 +233,69 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	found := 0
 	for _, n := range names {
 		ep := env.Endpoints[n]
-		if c.endpointFigure(n, ep, "p95", ep.P95, "p(95)") {
+		present := false
+		for _, st := range []struct {
+			name, k6 string
+			band     envelope.Band
+		}{{"median", "med", ep.Median}, {"p95", "p(95)", ep.P95}, {"p99", "p(99)", ep.P99}} {
+			present = c.endpointFigure(n, ep, st.name, st.band, st.k6) || present
+		}
+		if present {
 			found++
 		}
-		c.endpointFigure(n, ep, "p99", ep.P99, "p(99)")
 	}
 	if len(names) > 0 && found == 0 && !opts.AllowWorkloadChange {
 		return nil, &WorkloadError{Differences: []string{fmt.Sprintf("none of the envelope's %d endpoints (%s) appear in the candidate runs", len(names), strings.Join(names, ", "))}}
 	}
-
-	// Holm across every tested figure.
-	ps := make([]float64, len(res.Figures))
-	for i, f := range res.Figures {
-		ps[i] = f.P
-	}
-	adj := stats.Holm(ps)
-	alpha := (1 - tol.Confidence) / 2 // one-sided, matching the two-sided interval
-	for i := range res.Figures {
-		f := &res.Figures[i]
-		f.PHolm = adj[i]
-		if f.Verdict == Regression && !(f.PHolm < alpha) {
-			f.Verdict = Inconclusive
-			f.Note = joinNote(f.Note, fmt.Sprintf("interval beyond tolerance, but not significant after Holm's correction across %d figures (p=%.3g)", countTested(ps), f.PHolm))
-		}
-		if f.Verdict == Regression {
-			res.Regressed = true
-		}
-	}
+	c.decide(opts.families)
 	res.sentences()
 	return res, nil
+}
+
+// decide corrects each family's p-values by Holm's method and turns each
+// figure's interval and adjusted p into its verdict.
+func (c *comparer) decide(mode familyMode) {
+	res := c.res
+	groups := map[string][]int{}
+	for i := range res.Figures {
+		f := &res.Figures[i]
+		f.Family = FamilyHeadline
+		if f.Endpoint != "" {
+			f.Family = familyEndpoint + " " + f.Endpoint
+		}
+		key := f.Family
+		switch {
+		case mode == familiesAll:
+			key = "all"
+		case mode == familiesEndpoints && f.Endpoint != "":
+			key = familyEndpoint
+		}
+		groups[key] = append(groups[key], i)
+	}
+	alpha := (1 - c.tol.Confidence) / 2 // one-sided, matching the two-sided interval
+	for _, idx := range groups {
+		ps := make([]float64, len(idx))
+		for j, i := range idx {
+			ps[j] = res.Figures[i].P
+		}
+		adj := stats.Holm(ps)
+		for j, i := range idx {
+			f := &res.Figures[i]
+			f.PHolm = adj[j]
+			significant := f.PHolm < alpha
+			switch {
+			case f.Verdict == NoData:
+			case (c.rule == ruleEstimate || c.rule == ruleHalf) && f.beyond && significant:
+				f.Verdict = Regression
+			case f.Verdict == Regression && !significant, f.beyond && !significant:
+				f.Verdict = Inconclusive
+				f.Note = joinNote(f.Note, fmt.Sprintf("the estimate is beyond the tolerance, but the change is not significant after Holm's correction across the %d figures of its family (p=%.3g)", countTested(ps), f.PHolm))
+			}
+			if f.Verdict == Regression {
+				res.Regressed = true
+			}
+		}
+	}
 }
 
 func countTested(ps []float64) int {
@@ -231,7 +321,10 @@ type comparer struct {
 	tol    envelope.Tolerance
 	method string
 	seed   uint64
-	res    *Result
+	rule   decisionRule
+	// satterthwaite: see Options.
+	satterthwaite bool
+	res           *Result
 	// samples are each candidate's latency samples, for its own
 	// sampling error (runs from point files only).
 	samples []runSamples
@@ -322,7 +415,7 @@ func (c *comparer) ratioFigure(name, endpoint, unit, better string, tol float64,
 			break
 		}
 		f.Baseline, f.Candidate = geoMean(bv), geoMean(cv)
-		judge(&f, r, better, tol)
+		c.judge(&f, r, better, tol)
 	}
 	c.res.Figures = append(c.res.Figures, f)
 }
@@ -374,7 +467,7 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 			break
 		}
 		f.Baseline, f.Candidate = math.Exp(bm.Mean), geoMean(cv)
-		judge(&f, r, "lower", c.tol.LatencyRise)
+		c.judge(&f, r, "lower", c.tol.LatencyRise)
 	}
 	c.res.Figures = append(c.res.Figures, f)
 	return present
@@ -390,8 +483,12 @@ func rangeD2(n int) float64 {
 	return math.Min(0.98*math.Sqrt(float64(n)), 3.9)
 }
 
-// judge fills the change, interval, MDC, p-value and the raw verdict.
-func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
+// judge fills the change, interval, MDC, p-value and the verdict the
+// interval alone gives; decide then applies the decision rule with the
+// family's correction. Under the default rule P is the one-sided p of
+// any change in the bad direction, under ruleInterval of a change beyond
+// the tolerance.
+func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.ChangePct = 100 * r.Change()
 	f.CILowPct = 100 * (r.Low - 1)
 	f.CIHighPct = 100 * (r.High - 1)
@@ -403,8 +500,17 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 		detail = rest
 	}
 	f.Method = r.Method + detail
+	margin := 0.0
+	if c.rule == ruleInterval {
+		margin = tol
+	}
+	need := tol
+	if c.rule == ruleHalf {
+		need = tol / 2
+	}
 	if better == "lower" {
-		f.P = r.PAbove(tol)
+		f.P = r.PAbove(margin)
+		f.beyond = r.Ratio > 1+need
 		switch {
 		case r.Low > 1+tol:
 			f.Verdict = Regression
@@ -416,7 +522,8 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 			f.Verdict = Inconclusive
 		}
 	} else {
-		f.P = r.PBelow(tol)
+		f.P = r.PBelow(margin)
+		f.beyond = r.Ratio < 1-need
 		switch {
 		case r.High < 1-tol:
 			f.Verdict = Regression
@@ -427,6 +534,9 @@ func judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 		default:
 			f.Verdict = Inconclusive
 		}
+	}
+	if c.rule == ruleInterval {
+		f.beyond = false
 	}
 	if f.Verdict == Inconclusive && r.MDC > tol {
 		f.Note = joinNote(f.Note, fmt.Sprintf("the minimum detectable change %.1f%% exceeds the tolerance %.1f%%: more runs are needed", 100*r.MDC, 100*tol))

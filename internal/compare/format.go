@@ -53,7 +53,7 @@ func (r *Result) sentences() {
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Envelope %s vs %d candidate run(s): %s\n", r.Envelope, len(r.Candidates), strings.Join(r.Candidates, ", "))
-	fmt.Fprintf(&b, "Method: %s, %.0f%% confidence, Holm across figures.\n\n", r.Method, 100*r.Confidence)
+	fmt.Fprintf(&b, "Method: %s, %.0f%% confidence, Holm within the headline figures and within each endpoint's.\n\n", r.Method, 100*r.Confidence)
 	for _, s := range r.Sentences {
 		fmt.Fprintf(&b, "%s\n", s)
 	}

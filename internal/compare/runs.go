@@ -49,8 +49,11 @@ func (c *comparer) envConfidence() float64 {
 
 // quantileOf maps a figure name to its probability.
 func quantileOf(stat string) float64 {
-	if stat == "p99" {
+	switch stat {
+	case "p99":
 		return 0.99
+	case "median":
+		return 0.5
 	}
 	return 0.95
 }
@@ -84,18 +87,26 @@ func (c *comparer) baseValues(endpoint, stat string) []stats.RunValue {
 		var v float64
 		var ci *envelope.Interval
 		if endpoint == "" {
-			v, ci = r.P95, r.P95CI
-			if stat == "p99" {
+			switch stat {
+			case "median":
+				v = r.Median
+			case "p99":
 				v, ci = r.P99, r.P99CI
+			default:
+				v, ci = r.P95, r.P95CI
 			}
 		} else {
 			re, ok := r.Endpoints[endpoint]
 			if !ok {
 				continue
 			}
-			v, ci = re.P95, re.P95CI
-			if stat == "p99" {
+			switch stat {
+			case "median":
+				v = re.Median
+			case "p99":
 				v, ci = re.P99, re.P99CI
+			default:
+				v, ci = re.P95, re.P95CI
 			}
 		}
 		if v > 0 {
@@ -120,7 +131,7 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 		}
 		r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
 	} else {
-		r, err = stats.RunLevelLog(base, cand, c.tol.Confidence)
+		r, err = runLevelCI(base, cand, c.tol.Confidence, c.satterthwaite)
 	}
 	if err != nil {
 		f.Verdict, f.Note = NoData, err.Error()
@@ -135,7 +146,7 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 	}
 	f.Baseline, f.Candidate = math.Exp(lb/float64(len(base))), math.Exp(lc/float64(len(cand)))
 	f.Method = ""
-	judge(f, r, f.Better, f.TolerancePct/100)
+	c.judge(f, r, f.Better, f.TolerancePct/100)
 }
 
 // quantileFigure compares the aggregate p95 or p99 from every baseline
@@ -145,7 +156,10 @@ func (c *comparer) quantileFigure(stat, k6stat string) {
 	if c.method == "bootstrap" {
 		c.ratioFigure(stat, "", "ms", "lower", c.tol.LatencyRise,
 			func(r envelope.RunFigures) float64 {
-				if stat == "p99" {
+				switch stat {
+				case "median":
+					return r.Median
+				case "p99":
 					return r.P99
 				}
 				return r.P95
@@ -255,9 +269,21 @@ func ThroughputMDC(env *envelope.Envelope, k int) (float64, bool) {
 	if !(conf > 0 && conf < 1) {
 		conf = 0.95
 	}
-	r, err := stats.RunLevelLog(base, cand, conf)
+	r, err := runLevelCI(base, cand, conf, false)
 	if err != nil || math.IsNaN(r.MDC) {
 		return 0, false
 	}
 	return r.MDC, true
+}
+
+// runLevelCI is the run-level interval compare judges by: on the runs'
+// own n_base + n_cand − 2 degrees of freedom, since the between-run
+// variance rests on them alone however much of a run's variance its
+// samples explain; Satterthwaite's when satterthwaite is set.
+func runLevelCI(base, cand []stats.RunValue, confidence float64, satterthwaite bool) (stats.RatioCI, error) {
+	r, err := stats.RunLevelLog(base, cand, confidence)
+	if df := float64(len(base) + len(cand) - 2); err == nil && !satterthwaite && r.DF > df {
+		r = r.WithDF(df)
+	}
+	return r, err
 }

@@ -17,6 +17,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,10 @@ type Options struct {
 	ThroughputFactor float64
 	TestID           string
 	Start            time.Time // zero = 2026-01-01T00:00:00Z
+	// Variance draws a run-level effect from Seed on top of the factors
+	// above (RealVariance for runs that differ as real runs do); zero
+	// draws none.
+	Variance Variance
 }
 
 // Endpoint is one endpoint's fitted model.
@@ -362,7 +367,17 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	if err != nil {
 		return err
 	}
-	if o, err = o.resolve(env, m); err != nil {
+	return m.Write(w, o)
+}
+
+// Write simulates one run of the model with o into w as NDJSON: the runs
+// of a service whose model is fixed, judged against envelopes made from
+// other runs of it.
+func (m *Model) Write(w io.Writer, o Options) error {
+	cp := *m
+	cp.Endpoints = slices.Clone(m.Endpoints)
+	o, err := o.resolve(&cp)
+	if err != nil {
 		return err
 	}
 	start := o.Start
@@ -372,16 +387,26 @@ func Write(w io.Writer, env *envelope.Envelope, o Options) error {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
 	bw := bufio.NewWriterSize(w, 1<<16)
 	s := &sink{w: bw, testid: o.TestID}
-	writeMetricLines(bw, m)
-	if err := s.events(m, o, start, rng); err != nil {
+	writeMetricLines(bw, &cp)
+	if err := s.events(&cp, o, start, rng); err != nil {
 		return err
 	}
 	return bw.Flush()
 }
 
+// has says whether the model has endpoint key.
+func (m *Model) has(key string) bool {
+	for _, e := range m.Endpoints {
+		if e.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 // resolve fills o's defaults, checks its factors against env and applies
 // the latency factors to m's endpoints.
-func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
+func (o Options) resolve(m *Model) (Options, error) {
 	if o.Duration <= 0 {
 		o.Duration = 6 * time.Minute
 	}
@@ -398,9 +423,18 @@ func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
 		if k == "*" {
 			continue
 		}
-		if _, ok := env.Endpoints[k]; !ok {
+		if !m.has(k) {
 			return o, fmt.Errorf("simulate: latency factor for %q: no such endpoint in the envelope", k)
 		}
+	}
+	var eff Effect
+	if !o.Variance.IsZero() {
+		keys := make([]string, len(m.Endpoints))
+		for i, e := range m.Endpoints {
+			keys[i] = e.Key
+		}
+		eff = o.Variance.Draw(o.Seed, keys)
+		o.ThroughputFactor *= eff.Throughput
 	}
 	for i := range m.Endpoints {
 		e := &m.Endpoints[i]
@@ -409,6 +443,9 @@ func (o Options) resolve(env *envelope.Envelope, m *Model) (Options, error) {
 		}
 		if f, ok := o.LatencyFactor[e.Key]; ok {
 			e.LatencyScale = f
+		}
+		if !o.Variance.IsZero() {
+			e.LatencyScale *= eff.Latency * eff.Endpoints[e.Key]
 		}
 	}
 	if o.TestID == "" {
@@ -558,6 +595,16 @@ func (s *sink) point(metric string, ts time.Time, v float64, tags [][2]string) {
 
 // WriteFile writes the run to path, gzip-compressed when it ends in .gz.
 func WriteFile(path string, env *envelope.Envelope, o Options) error {
+	m, err := Fit(env)
+	if err != nil {
+		return err
+	}
+	return m.WriteFile(path, o)
+}
+
+// WriteFile writes a run of the model to path, gzip-compressed when it
+// ends in .gz.
+func (m *Model) WriteFile(path string, o Options) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -568,7 +615,7 @@ func WriteFile(path string, env *envelope.Envelope, o Options) error {
 		gz = gzip.NewWriter(f)
 		w = gz
 	}
-	err = Write(w, env, o)
+	err = m.Write(w, o)
 	if gz != nil {
 		if cerr := gz.Close(); err == nil {
 			err = cerr

@@ -136,3 +136,9 @@ func logRatioCI(diff, se, df, confidence float64, method string) RatioCI {
 		MDC:        math.Expm1((tq + TQuantile(0.8, df)) * se),
 	}
 }
+
+// WithDF is r with its interval, p-values and MDC taken on df degrees of
+// freedom instead.
+func (r RatioCI) WithDF(df float64) RatioCI {
+	return logRatioCI(r.LogDiff, r.SE, df, r.Confidence, r.Method)
+}

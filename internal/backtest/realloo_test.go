@@ -1,0 +1,66 @@
+package backtest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// Leave-one-out over the real clean runs: each run backtested against the
+// rules generated from the envelope of the other runs made under the same
+// settings (the history fixture's runs 01–10, 11–19 with 21–22, 23–30;
+// the three 6-minute baselines). Every alert is a false alarm on real
+// data; docs/rules.md gives the count, and the test fails when it grows.
+func TestRealLeaveOneOutAlerts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("backtests 32 real runs")
+	}
+	const documented = 0 // docs/rules.md, "Leave-one-out on real runs"
+	var groups [][]string
+	for _, r := range [][2]int{{1, 10}, {11, 22}, {23, 30}} {
+		var g []string
+		for i := r[0]; i <= r[1]; i++ {
+			if i != 20 {
+				g = append(g, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
+			}
+		}
+		groups = append(groups, g)
+	}
+	groups = append(groups, []string{
+		filepath.Join("..", "exporter", "testdata", "baseline-a.ndjson.gz"),
+		filepath.Join("..", "..", "cmd", "exporter", "testdata", "baseline-b.ndjson.gz"),
+		filepath.Join("testdata", "baseline-c.ndjson.gz"),
+	})
+	alarms, n := 0, 0
+	for _, g := range groups {
+		in, err := envelope.ReadFiles(g, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range g {
+			others := append(append([]envelope.Input{}, in[:i]...), in[i+1:]...)
+			env, err := envelope.Compute(others, envelope.Options{Name: "loo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := File(context.Background(), env, rulesFor(t, env), g[i], Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if len(r.Alerts) > 0 {
+				alarms++
+				t.Logf("%s against %d others: %v", filepath.Base(g[i]), len(others), names(r))
+			}
+		}
+	}
+	t.Logf("%d of %d real clean runs fired an alert against the rules of the others' envelope", alarms, n)
+	if alarms > documented {
+		t.Errorf("%d of %d real clean runs fired an alert, %d documented", alarms, n, documented)
+	}
+}

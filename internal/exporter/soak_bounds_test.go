@@ -1,0 +1,184 @@
+package exporter
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// The soak bounds (docs/benchmarks.md: peak RSS ≤ 256 MiB per attack, a
+// scrape ≤ 1 s), asserted in CI on reduced attacks: the same hostile
+// inputs as BenchmarkSoak, a fifth to an eighth of their size, each against
+// a fresh exporter with default flags. The peak is this process's RSS
+// high-water mark, reset before each attack; the scrape is judged by its
+// CPU time, which a loaded machine does not inflate as it does the wall
+// time. Each attack must also reach the exporter's limits where the full
+// one does (dropped series, or refused requests), so the bounds are met
+// with the limits working, not by an input too small to test them.
+
+const (
+	soakPeakMiB   = 256
+	soakScrapeCPU = time.Second
+)
+
+// soakAttack is one reduced attack; it returns what the exporter refused
+// or dropped, which must be positive.
+type soakAttack struct {
+	name string
+	run  func(b *testing.B, st *soakTarget) float64
+}
+
+func soakOverflow(st *soakTarget) float64 {
+	var n float64
+	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
+		n += testutil.ToFloat64(st.s.overflow.WithLabelValues(r))
+	}
+	return n
+}
+
+// soakReplay replays n NDJSON lines from line(i).
+func soakReplay(b *testing.B, st *soakTarget, n int, line func(w io.Writer, i int)) {
+	pr, pw := io.Pipe()
+	go func() {
+		w := bufio.NewWriter(pw)
+		for i := range n {
+			line(w, i)
+		}
+		_ = pw.CloseWithError(w.Flush()) // always nil
+	}()
+	if _, err := st.s.ReplayReader("soak", pr); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func soakAttacks() []soakAttack {
+	return []soakAttack{
+		{"names (20,000 distinct metric names)", func(b *testing.B, st *soakTarget) float64 {
+			soakReplay(b, st, 20000, func(w io.Writer, i int) {
+				_, _ = fmt.Fprintf(w, `{"type":"Metric","data":{"name":"custom_%d","type":"counter","contains":"default"},"metric":"custom_%d"}`+"\n", i, i)
+				_, _ = fmt.Fprintf(w, `{"metric":"custom_%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"t"}}}`+"\n", i)
+			})
+			return soakOverflow(st)
+		}},
+		{"labels (100,000 distinct name tags)", func(b *testing.B, st *soakTarget) float64 {
+			soakReplay(b, st, 100000, func(w io.Writer, i int) {
+				_, _ = fmt.Fprintf(w, `{"metric":"http_req_duration","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":%d,"tags":{"name":"https://example.test/item/%d","testid":"t"}}}`+"\n", i%5000, i)
+			})
+			return soakOverflow(st)
+		}},
+		{"resources (120,000 resource attribute sets)", func(b *testing.B, st *soakTarget) float64 {
+			for batch := range 12 {
+				req := &colmetricpb.ExportMetricsServiceRequest{}
+				for i := range 10000 {
+					req.ResourceMetrics = append(req.ResourceMetrics, &metricpb.ResourceMetrics{
+						Resource:     &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strAttr("host", fmt.Sprint(batch*10000+i))}},
+						ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{sumMetric("k6_http_reqs", cumul, dbl(1, 1))}}},
+					})
+				}
+				body, _ := proto.Marshal(req)
+				st.post(b, body, false)
+			}
+			// Behind one series, beyond the stream limit (100,000).
+			if n := st.s.st.nseries.Load(); n > 10 {
+				b.Logf("%d series held for one counter", n)
+				return 0
+			}
+			return soakOverflow(st)
+		}},
+		{"bombs (20 parallel gzip bombs of 16 MiB)", func(b *testing.B, st *soakTarget) float64 {
+			var zipped bytes.Buffer
+			gz, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+			_, _ = gz.Write(make([]byte, 16<<20-64)) // in memory, cannot fail
+			_ = gz.Close()                           // in memory, cannot fail
+			var wg sync.WaitGroup
+			codes := make([]int, 20)
+			for i := range codes {
+				wg.Go(func() { codes[i] = st.post(b, zipped.Bytes(), true) })
+			}
+			wg.Wait()
+			refused := 0.0
+			for _, c := range codes {
+				if c == http.StatusServiceUnavailable || c == http.StatusBadRequest || c == http.StatusRequestEntityTooLarge {
+					refused++
+				}
+			}
+			return refused
+		}},
+	}
+}
+
+// resetPeakRSS resets this process's VmHWM to its current RSS (Linux).
+func resetPeakRSS() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+func TestSoakBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile inputs at a fifth to an eighth of the soak's size")
+	}
+	for _, a := range soakAttacks() {
+		t.Run(a.name, func(t *testing.T) {
+			var peak, refused float64
+			var cpu, wall time.Duration
+			ran, ok := false, false
+			// testing.Benchmark gives the soak's helpers their *testing.B;
+			// the attack runs once, later calls return at once.
+			testing.Benchmark(func(b *testing.B) {
+				if ran {
+					return
+				}
+				ran = true
+				debug.FreeOSMemory()
+				if err := resetPeakRSS(); err != nil {
+					b.Skipf("cannot reset the peak RSS: %v", err)
+				}
+				st, stop := startSoak(b)
+				defer stop()
+				refused = a.run(b, st)
+				for range 3 {
+					c0, t0 := cpuTime(), time.Now()
+					resp, err := http.Get(st.base + "/metrics")
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatalf("scrape: %d", resp.StatusCode)
+					}
+					cpu, wall = max(cpu, cpuTime()-c0), max(wall, time.Since(t0))
+				}
+				peak = procKiB(b, "VmHWM") / 1024
+				ok = true
+			})
+			if !ok {
+				t.Fatal("the attack did not complete (see the output above)")
+			}
+			t.Logf("peak RSS %.0f MiB, slowest scrape %v CPU (%v wall), %g refused or dropped", peak, cpu, wall, refused)
+			if peak > soakPeakMiB {
+				t.Errorf("peak RSS %.0f MiB, bound %d MiB", peak, soakPeakMiB)
+			}
+			if cpu > soakScrapeCPU {
+				t.Errorf("slowest scrape took %v of CPU, bound %v", cpu, soakScrapeCPU)
+			}
+			if refused <= 0 {
+				t.Error("nothing refused or dropped: the attack no longer reaches the exporter's limits")
+			}
+		})
+	}
+}

@@ -1,0 +1,161 @@
+package simulate
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// realGroups loads the real runs the run-level variance is estimated
+// from, grouped by the settings they were made under: the history's
+// clean runs 01–10, its upload-step runs 11–19 and 21–22 (run-20 is a
+// one-off slow run, left out), its auth-step runs 23–30; and the three
+// 6-minute baselines of the same workload.
+func realGroups(tb testing.TB) (history, baselines [][]RunSample) {
+	tb.Helper()
+	load := func(paths []string) []RunSample {
+		in, err := envelope.ReadFiles(paths, k6.LoadOptions{KeepPoints: true})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		env, err := envelope.Compute(in, envelope.Options{Name: "variance"})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out := make([]RunSample, len(in))
+		for i, r := range in {
+			if out[i], err = SampleOf(r.Run, env.Endpoints); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return out
+	}
+	run := func(i int) string {
+		return fixtures.Path(tb, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i))
+	}
+	var g1, g2, g3 []string
+	for i := 1; i <= 30; i++ {
+		switch {
+		case i <= 10:
+			g1 = append(g1, run(i))
+		case i == 20:
+		case i <= 22:
+			g2 = append(g2, run(i))
+		default:
+			g3 = append(g3, run(i))
+		}
+	}
+	for _, g := range [][]string{g1, g2, g3} {
+		history = append(history, load(g))
+	}
+	root := filepath.Join("..", "..")
+	baselines = [][]RunSample{load([]string{
+		filepath.Join(root, "internal", "exporter", "testdata", "baseline-a.ndjson.gz"),
+		filepath.Join(root, "cmd", "exporter", "testdata", "baseline-b.ndjson.gz"),
+		filepath.Join(root, "internal", "backtest", "testdata", "baseline-c.ndjson.gz"),
+	})}
+	return history, baselines
+}
+
+func componentTable(cs []Component) string {
+	var b strings.Builder
+	b.WriteString("| family | runs | df | between-run var | mean within-run var | run-level var | run-level sd |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range cs {
+		fmt.Fprintf(&b, "| %s | %d | %d | %.6f | %.6f | %.6f | %.4f |\n", c.Family, c.Runs, c.DF, c.Between, c.Within, c.Run, c.SD)
+	}
+	return b.String()
+}
+
+// RealVariance is the estimate from the real runs: each family's larger
+// estimate of the two sets (history, 6-minute baselines), to 3 decimals.
+func TestRealVarianceEstimate(t *testing.T) {
+	history, baselines := realGroups(t)
+	vh, ch, err := EstimateVariance(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vb, cb, err := EstimateVariance(baselines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("history (groups 01–10, 11–19+21–22, 23–30): %+v\n%s", vh, componentTable(ch))
+	t.Logf("6-minute baselines a, b, c: %+v\n%s", vb, componentTable(cb))
+	want := vh.Max(vb)
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{{"latency", RealVariance.Latency, want.Latency}, {"endpoint", RealVariance.Endpoint, want.Endpoint}, {"throughput", RealVariance.Throughput, want.Throughput}} {
+		if math.Abs(f.got-f.want) > 0.0005 {
+			t.Errorf("RealVariance.%s = %.4f, the real runs estimate %.4f", f.name, f.got, f.want)
+		}
+	}
+}
+
+// A step applies from its run on, multiplying earlier factors; seeds
+// follow the run index.
+func TestSequenceSteps(t *testing.T) {
+	base := Options{Seed: 10, LatencyFactor: map[string]float64{"auth_login": 1.1}, Variance: RealVariance}
+	runs := Sequence(base, 5, Step{At: 2, LatencyFactor: map[string]float64{"auth_login": 1.2, "*": 1.5}}, Step{At: 4, ThroughputFactor: 0.9, ErrorRate: 0.01})
+	for i, o := range runs {
+		if o.Seed != 10+uint64(i) || o.Variance != RealVariance {
+			t.Errorf("run %d: seed %d variance %+v", i, o.Seed, o.Variance)
+		}
+		login, all := o.LatencyFactor["auth_login"], o.LatencyFactor["*"]
+		switch {
+		case i < 2 && (math.Abs(login-1.1) > 1e-12 || all != 0):
+			t.Errorf("run %d before the step: %v", i, o.LatencyFactor)
+		case i >= 2 && (math.Abs(login-1.32) > 1e-12 || all != 1.5):
+			t.Errorf("run %d after the step: %v", i, o.LatencyFactor)
+		}
+		if (i == 4) != (o.ThroughputFactor == 0.9 && o.ErrorRate == 0.01) {
+			t.Errorf("run %d: throughput %g errors %g", i, o.ThroughputFactor, o.ErrorRate)
+		}
+	}
+	if base.LatencyFactor["auth_login"] != 1.1 {
+		t.Error("Sequence changed the base options")
+	}
+}
+
+// Runs drawn with RealVariance spread as the real runs do: the
+// between-run variance of the log median, less its sampling variance,
+// comes back near the model's run-level variance, and without it near 0.
+func TestRunVarianceRoundTrip(t *testing.T) {
+	env := demoEnvelope(t)
+	m, err := Fit(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := func(v Variance) Variance {
+		var runs []RunSample
+		for seed := uint64(1); seed <= 120; seed++ {
+			r, err := m.Run(Options{Seed: seed, Duration: 2 * time.Minute, Variance: v}, fmt.Sprint(seed))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := SampleOf(r, env.Endpoints)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, s)
+		}
+		got, _, err := EstimateVariance([][]RunSample{runs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	none, real := est(Variance{}), est(RealVariance)
+	t.Logf("no variance: %+v; RealVariance %+v: %+v", none, RealVariance, real)
+	// 39 df: the sd estimate is within about ±25% of the truth.
+	total := math.Hypot(RealVariance.Latency, RealVariance.Endpoint)
+	if none.Latency > 0.015 || real.Latency < 0.7*total || real.Latency > 1.3*total {
+		t.Errorf("aggregate level sd: %.4f without variance, %.4f with (model %.4f)", none.Latency, real.Latency, total)
+	}
+}
