@@ -13,8 +13,10 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // historyFlags are the flags every history command shares.
@@ -39,6 +41,7 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	c.historyShowCommand(cmd, f)
 	c.historyExcludeCommands(cmd, f)
 	c.historyBranchesCommand(cmd, f)
+	c.historyCompareCommand(cmd, f)
 }
 
 // open opens the history the flags name.
@@ -340,4 +343,82 @@ func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) 
 		}
 		return tw.Flush()
 	}))
+}
+
+// historyCompareCommand adds `exporter history compare`.
+func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
+	cmd := parent.Command("compare", "Judge a branch's latest runs against the main line's latest runs with compare's method and verdicts (exit 0: no regression, 1: regression, 2: bad input).")
+	branch := cmd.Flag("branch", "The branch whose runs are judged.").Required().String()
+	last := cmd.Flag("last", "How many of the main line's latest runs form the baseline.").Default("10").Int()
+	cands := cmd.Flag("candidates", "How many of the branch's latest runs are judged.").Default("3").Int()
+	tolerance := cmd.Flag("tolerance", "Tolerance as compare takes it: 10%, or latency=10%,throughput=5%,errors=0.1%.").String()
+	method := cmd.Flag("method", choices("Interval method over runs.", "welch", "bootstrap")).Default("welch").Enum("welch", "bootstrap")
+	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
+	cmd.Action(c.action(func() error {
+		if *last < 2 || *cands < 1 {
+			return withCode(codeError, fmt.Errorf("--last %d, --candidates %d: want at least 2 baseline runs and 1 candidate", *last, *cands))
+		}
+		opts := compare.Options{Method: *method}
+		var err error
+		if opts.Tolerance, err = parseTolerance(*tolerance); err != nil {
+			return withCode(codeError, err)
+		}
+		res, err := c.compareBranch(f, *branch, *last, *cands, opts)
+		if err != nil {
+			return err
+		}
+		if *format == "json" {
+			err = res.WriteJSON(c.stdout)
+		} else {
+			err = res.WriteText(c.stdout)
+		}
+		if err != nil {
+			return err
+		}
+		if res.Regressed {
+			return withCode(codeRegression, nil)
+		}
+		return nil
+	}))
+}
+
+// compareBranch reads the two stretches and compares them.
+func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts compare.Options) (*compare.Result, error) {
+	ctx := context.Background()
+	s, err := f.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close() //nolint:errcheck // only read
+	test, err := f.resolveTest(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if branch == *f.mainBranch {
+		return nil, withCode(codeError, fmt.Errorf("--branch %s is the main line's branch: give another branch", branch))
+	}
+	base, err := s.Latest(ctx, history.Line{Test: test, MainBranch: *f.mainBranch}, last)
+	if err != nil {
+		return nil, err
+	}
+	cand, err := s.Latest(ctx, history.Line{Test: test, Branch: branch, MainBranch: *f.mainBranch}, cands)
+	if err != nil {
+		return nil, err
+	}
+	if len(cand) == 0 {
+		return nil, withCode(codeError, fmt.Errorf("history %s: test %s has no run on branch %s", s.Where, test, branch))
+	}
+	if len(base) < 2 {
+		return nil, withCode(codeError, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch))
+	}
+	env := history.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
+	runs := make([]*k6.Run, len(cand))
+	for i, r := range cand {
+		runs[i] = history.CandidateRun(r)
+	}
+	res, err := compare.Compare(env, runs, opts)
+	if err != nil {
+		return nil, withCode(codeError, err)
+	}
+	return res, nil
 }

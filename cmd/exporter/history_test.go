@@ -200,3 +200,73 @@ func TestHistoryExcludeBranchesCSV(t *testing.T) {
 		}
 	})
 }
+
+type compareJSON struct {
+	Regressed bool `json:"regressed"`
+	Figures   []struct {
+		Name      string  `json:"name"`
+		Endpoint  string  `json:"endpoint"`
+		Baseline  float64 `json:"baseline"`
+		Candidate float64 `json:"candidate"`
+		Verdict   string  `json:"verdict"`
+	} `json:"figures"`
+}
+
+func parseCompare(t *testing.T, args ...string) (int, compareJSON) {
+	t.Helper()
+	code, so, se := captureRun(t, args...)
+	var res compareJSON
+	if err := json.Unmarshal([]byte(so), &res); err != nil {
+		t.Fatalf("%v: exit %d: %v\n%s%s", args, code, err, so, se)
+	}
+	return code, res
+}
+
+// TestHistoryCompareMatchesCompare judges a branch's runs against the
+// main line's in history and the same files with baseline and compare:
+// the same figures, baselines and verdicts, and exit 1 on the upload
+// regression the branch's runs carry.
+func TestHistoryCompareMatchesCompare(t *testing.T) {
+	var base, cand []string
+	for i := 1; i <= 19; i++ {
+		p := fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.summary.json", i))
+		if i <= 10 {
+			base = append(base, p)
+		} else {
+			cand = append(cand, p)
+		}
+	}
+	envPath := filepath.Join(t.TempDir(), "envelope.yaml")
+	mustRun(t, append([]string{"baseline", "--out", envPath}, base...)...)
+	wantCode, want := parseCompare(t, append([]string{"compare", "--format", "json", "--envelope", envPath}, cand...)...)
+	if wantCode != 1 || !want.Regressed {
+		t.Fatalf("compare: exit %d, want a regression", wantCode)
+	}
+	historyBackends(t, func(t *testing.T, dsn string) {
+		h := []string{"history", "--history", dsn, "--test", "mix"}
+		mustRun(t, append(append(h, "record", "--branch", "main"), base...)...)
+		mustRun(t, append(append(h, "record", "--branch", "slow"), cand...)...)
+		code, got := parseCompare(t, append(h, "compare", "--branch", "slow", "--candidates", "9", "--format", "json")...)
+		if code != 1 || len(got.Figures) != len(want.Figures) {
+			t.Fatalf("history compare: exit %d, %d figures; compare %d", code, len(got.Figures), len(want.Figures))
+		}
+		for i, g := range got.Figures {
+			w := want.Figures[i]
+			if g.Name != w.Name || g.Endpoint != w.Endpoint || g.Verdict != w.Verdict || !nearlyEqual(g.Baseline, w.Baseline, 1e-9) || !nearlyEqual(g.Candidate, w.Candidate, 1e-5) {
+				t.Errorf("figure %d: history %+v, compare %+v", i, g, w)
+			}
+		}
+		code, _, se := captureRun(t, append(h, "compare", "--branch", "nowhere")...)
+		if code != 2 || !strings.Contains(se, "no run on branch nowhere") {
+			t.Errorf("unknown branch: exit %d %s", code, se)
+		}
+	})
+}
+
+func nearlyEqual(a, b, rel float64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return d <= rel*max(a, b, -a, -b)
+}
