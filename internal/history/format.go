@@ -105,9 +105,7 @@ func (v SeriesView) JSON() SeriesJSON {
 func (v SeriesView) Write(w io.Writer, format string) error {
 	switch format {
 	case "json":
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(v.JSON())
+		return json.NewEncoder(w).Encode(v.JSON())
 	case "csv":
 		cw := csv.NewWriter(w)
 		_ = cw.Write([]string{"index", "run", "testid", "commit", "time", "value", "count", "interval_low", "interval_high", "excluded"})

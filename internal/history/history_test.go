@@ -18,7 +18,11 @@ func TestMain(m *testing.M) {
 	if dsn := os.Getenv(childDSN); dsn != "" {
 		os.Exit(recordForever(dsn))
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	if bigDSN != "" {
+		_ = os.RemoveAll(filepath.Dir(bigDSN))
+	}
+	os.Exit(code)
 }
 
 // backends runs f against an SQLite file and a real PostgreSQL: one
@@ -110,7 +114,7 @@ func TestRecordEqualsBaseline(t *testing.T) {
 						t.Fatal(err)
 					}
 					p := pts[i]
-					if p.Run.SourceFile != run.Source || p.Value != f.Value || p.Count != f.Count || !sameCI(p.CI, f.CI) {
+					if p.Run.Commit != recs[i].Commit || p.Value != f.Value || p.Count != f.Count || !sameCI(p.CI, f.CI) {
 						t.Errorf("%s %s %s: history %v n=%d ci=%v, baseline %v n=%d ci=%v", kind, run.Source, f.Key(), p.Value, p.Count, p.CI, f.Value, f.Count, f.CI)
 					}
 					if v, ok := direct[f.Key()]; ok && v != p.Value {

@@ -130,10 +130,12 @@ type Point struct {
 }
 
 // Series reads one figure of a line, in commit-time order: endpoint ""
-// for an aggregate figure.
+// for an aggregate figure. Each point's Run holds only what places it:
+// ID, TestID, Commit, Branch, CommitTime, RunTime, Excluded and Reason.
 func (s *Store) Series(ctx context.Context, l Line, endpoint, figure string) ([]Point, error) {
 	cond, args := l.where()
-	q := "SELECT " + runColumns + `, f.value, f.count, f.ci_low, f.ci_high
+	q := `SELECT r.id, r.testid, r.commit_id, r.branch, r.commit_time, r.run_time, r.excluded, r.exclude_reason,
+  f.value, f.count, f.ci_low, f.ci_high
 FROM figures f JOIN runs r ON r.id = f.run_id
 WHERE f.figure = ? AND f.endpoint = ? AND ` + cond + " ORDER BY " + historyOrder
 	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), append([]any{figure, endpoint}, args...)...)
@@ -146,15 +148,12 @@ WHERE f.figure = ? AND f.endpoint = ? AND ` + cond + " ORDER BY " + historyOrder
 		var p Point
 		var n sql.NullInt64
 		var lo, hi sql.NullFloat64
-		var dur sql.NullFloat64
-		var vus sql.NullInt64
 		r := &p.Run
-		if err := rows.Scan(&r.ID, &r.Test, &r.TestID, &r.Commit, scanTime{&r.CommitTime}, &r.Branch, &r.Version, scanTime{&r.RunTime},
-			&dur, &vus, &r.SourceFile, &r.Format, &r.SHA256, &r.Note, &r.Excluded, &r.Reason, scanTime{&r.RecordedAt},
+		if err := rows.Scan(&r.ID, &r.TestID, &r.Commit, &r.Branch, scanTime{&r.CommitTime}, scanTime{&r.RunTime}, &r.Excluded, &r.Reason,
 			&p.Value, &n, &lo, &hi); err != nil {
 			return nil, fmt.Errorf("history %s: %w", s.Where, err)
 		}
-		r.DurationS, r.VUs = dur.Float64, int(vus.Int64)
+		r.Test = l.Test
 		p.Count = n.Int64
 		if lo.Valid && hi.Valid {
 			p.CI = &envelope.Interval{Low: lo.Float64, High: hi.Float64}

@@ -2,9 +2,11 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -95,11 +97,15 @@ type Meta struct {
 // tagKeys are the k6 tags a run's metadata is read from.
 var tagKeys = []string{"commit", "branch", "version", "testid", "envelope"}
 
+// tagScan is how many of a run's first points runTags reads: k6 puts a
+// run's --tag values on every sample, so the first ones carry them all.
+const tagScan = 1000
+
 // runTags reads the metadata tags a run's points carry (a summary carries
-// none): the first value each tag has.
+// none): the first value each tag has among the first tagScan points.
 func runTags(r *k6.Run) map[string]string {
 	tags := map[string]string{}
-	for _, p := range r.Points {
+	for _, p := range r.Points[:min(len(r.Points), tagScan)] {
 		for _, k := range tagKeys {
 			if _, ok := tags[k]; !ok && p.Tags[k] != "" {
 				tags[k] = p.Tags[k]
@@ -207,7 +213,6 @@ func (s *Store) Add(ctx context.Context, recs []Record) ([]Added, error) {
   run_time, duration_s, vus, source_file, format, note, recorded_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (testid, content_hash) DO NOTHING RETURNING id`)
-	insFig := s.d.rebind(`INSERT INTO figures (run_id, endpoint, figure, value, count, ci_low, ci_high) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	now := time.Now().UTC()
 	out := make([]Added, 0, len(recs))
 	for _, r := range recs {
@@ -227,18 +232,8 @@ ON CONFLICT (testid, content_hash) DO NOTHING RETURNING id`)
 		if err != nil {
 			return nil, fmt.Errorf("history %s: recording %s: %w", s.Where, r.SourceFile, err)
 		}
-		for _, f := range r.Figures {
-			var lo, hi any
-			if f.CI != nil {
-				lo, hi = f.CI.Low, f.CI.High
-			}
-			var n any
-			if f.Count > 0 {
-				n = f.Count
-			}
-			if _, err := tx.ExecContext(ctx, insFig, id, f.Endpoint, f.Name, f.Value, n, lo, hi); err != nil {
-				return nil, fmt.Errorf("history %s: recording %s figure %s: %w", s.Where, r.SourceFile, f.Key(), err)
-			}
+		if err := s.addFigures(ctx, tx, id, r); err != nil {
+			return nil, err
 		}
 		out = append(out, Added{ID: id})
 	}
@@ -246,4 +241,36 @@ ON CONFLICT (testid, content_hash) DO NOTHING RETURNING id`)
 		return nil, fmt.Errorf("history %s: %w", s.Where, err)
 	}
 	return out, nil
+}
+
+// figureChunk is how many figures one INSERT writes: few statements per
+// run, well within both back ends' limits on parameters.
+const figureChunk = 100
+
+// addFigures inserts a run's figures, many rows a statement.
+func (s *Store) addFigures(ctx context.Context, tx *sql.Tx, id int64, r Record) error {
+	for start := 0; start < len(r.Figures); start += figureChunk {
+		chunk := r.Figures[start:min(start+figureChunk, len(r.Figures))]
+		var q strings.Builder
+		q.WriteString("INSERT INTO figures (run_id, endpoint, figure, value, count, ci_low, ci_high) VALUES ")
+		args := make([]any, 0, 7*len(chunk))
+		for i, f := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			var lo, hi, n any
+			if f.CI != nil {
+				lo, hi = f.CI.Low, f.CI.High
+			}
+			if f.Count > 0 {
+				n = f.Count
+			}
+			args = append(args, id, f.Endpoint, f.Name, f.Value, n, lo, hi)
+		}
+		if _, err := tx.ExecContext(ctx, s.d.rebind(q.String()), args...); err != nil {
+			return fmt.Errorf("history %s: recording %s's figures: %w", s.Where, r.SourceFile, err)
+		}
+	}
+	return nil
 }

@@ -212,8 +212,7 @@ func (s *Store) migrate(ctx context.Context, want int) error {
 		if err != nil {
 			return err
 		}
-		for _, stmt := range strings.Split(s.d.types.Replace(string(b)), ";") {
-			stmt = stripComments(stmt)
+		for _, stmt := range strings.Split(stripComments(s.d.types.Replace(string(b))), ";") {
 			if strings.TrimSpace(stmt) == "" {
 				continue
 			}
@@ -231,7 +230,8 @@ func (s *Store) migrate(ctx context.Context, want int) error {
 	return nil
 }
 
-// stripComments drops -- comment lines from a migration statement.
+// stripComments drops a migration's -- comment lines, so that a comment
+// may hold a semicolon.
 func stripComments(stmt string) string {
 	var b strings.Builder
 	for line := range strings.SplitSeq(stmt, "\n") {
