@@ -7,12 +7,26 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 )
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds the CPU time per operation since start: on a shared,
+// loaded machine wall time mostly measures the wait for a core.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/op")
+}
 
 // benchNDJSON is the point file the NDJSON benchmarks read: a fixture
 // run, or the file HISTORY_BENCH_NDJSON names (a 6-minute run).
@@ -54,6 +68,8 @@ func BenchmarkRecordSummary(b *testing.B) {
 	dsn := filepath.Join(b.TempDir(), "history.db")
 	path := fixtures.Path(b, "k6/history-v2.2.0/run-01.summary.json")
 	i := 0
+	start := cpuTime()
+	defer reportCPU(b, start)
 	for b.Loop() {
 		i++
 		recordOnce(b, dsn, path, fmt.Sprint(i))
@@ -67,6 +83,8 @@ func BenchmarkRecordNDJSON(b *testing.B) {
 	dsn := filepath.Join(b.TempDir(), "history.db")
 	path := benchNDJSON(b)
 	i := 0
+	start := cpuTime()
+	defer reportCPU(b, start)
 	for b.Loop() {
 		i++
 		recordOnce(b, dsn, path, fmt.Sprint(i))
@@ -78,6 +96,8 @@ func BenchmarkRecordNDJSON(b *testing.B) {
 func BenchmarkBaselineNDJSON(b *testing.B) {
 	path := benchNDJSON(b)
 	out := filepath.Join(b.TempDir(), "envelope.yaml")
+	start := cpuTime()
+	defer reportCPU(b, start)
 	for b.Loop() {
 		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(0, ""))
 		if err != nil {
@@ -152,6 +172,8 @@ func bigHistory(b *testing.B) string {
 func BenchmarkShow10000(b *testing.B) {
 	dsn := bigHistory(b)
 	ctx := context.Background()
+	start := cpuTime()
+	defer reportCPU(b, start)
 	for b.Loop() {
 		s, err := Open(ctx, dsn)
 		if err != nil {

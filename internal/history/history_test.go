@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -277,4 +278,27 @@ func TestMigrations(t *testing.T) {
 			t.Errorf("opening a newer history: %v", err)
 		}
 	})
+}
+
+// TestSeriesJSONAsEncodingJSON: show's hand-written JSON is exactly what
+// encoding/json writes for SeriesJSON.
+func TestSeriesJSONAsEncodingJSON(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	v := SeriesView{Test: `mix "<a&b>"`, Endpoint: "name=GET /x", Figure: FigP95, Branch: "feat/ü", Points: []Point{
+		{Index: 1, Run: Run{ID: 7, TestID: "r1", Commit: "c1", CommitTime: at}, Value: 929.421, Count: 319, CI: &envelope.Interval{Low: 808.144, High: 1253.2}},
+		{Index: 2, Run: Run{ID: 8, Excluded: true, Reason: "noisy\nneighbour"}, Value: 1e-7},
+		{Index: 3, Run: Run{ID: 9, RunTime: at}, Value: 3e21, Count: 1},
+		{Index: 4, Run: Run{ID: 10}, Value: 0.000123},
+	}}
+	var got strings.Builder
+	if err := v.Write(&got, "json"); err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(v.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != string(want)+"\n" {
+		t.Errorf("got  %s\nwant %s", got.String(), want)
+	}
 }
