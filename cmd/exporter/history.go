@@ -353,7 +353,7 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cands := cmd.Flag("candidates", "How many of the branch's latest runs are judged.").Default("3").Int()
 	tolerance := cmd.Flag("tolerance", "Tolerance as compare takes it: 10%, or latency=10%,throughput=5%,errors=0.1%.").String()
 	method := cmd.Flag("method", choices("Interval method over runs.", "welch", "bootstrap")).Default("welch").Enum("welch", "bootstrap")
-	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
+	format := cmd.Flag("format", choices("Output format, as compare's.", compareFormats...)).Default("text").Enum(compareFormats...)
 	cmd.Action(c.action(func() error {
 		if *last < 2 || *cands < 1 {
 			return withCode(codeError, fmt.Errorf("--last %d, --candidates %d: want at least 2 baseline runs and 1 candidate", *last, *cands))
@@ -367,12 +367,7 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if err != nil {
 			return err
 		}
-		if *format == "json" {
-			err = res.WriteJSON(c.stdout)
-		} else {
-			err = res.WriteText(c.stdout)
-		}
-		if err != nil {
+		if err := writeResult(c.stdout, res, *format); err != nil {
 			return err
 		}
 		if res.Regressed {

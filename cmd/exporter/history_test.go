@@ -14,7 +14,12 @@ import (
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if asExporter() {
+		os.Exit(run(newApp(os.Stdout, os.Stderr), os.Args[1:], os.Stderr))
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // historyBackends runs f with an SQLite file and a real PostgreSQL.
 func historyBackends(t *testing.T, f func(t *testing.T, dsn string)) {
@@ -256,6 +261,15 @@ func TestHistoryCompareMatchesCompare(t *testing.T) {
 				t.Errorf("figure %d: history %+v, compare %+v", i, g, w)
 			}
 		}
+		junit := filepath.Join(t.TempDir(), "history-junit.xml")
+		code, so, _ := captureRun(t, append(h, "compare", "--branch", "slow", "--candidates", "9", "--format", "junit")...)
+		if err := os.WriteFile(junit, []byte(so), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code != 1 {
+			t.Errorf("history compare --format junit: exit %d", code)
+		}
+		checkRegressedJUnit(t, junit, "document_upload p99")
 		code, _, se := captureRun(t, append(h, "compare", "--branch", "nowhere")...)
 		if code != 2 || !strings.Contains(se, "no run on branch nowhere") {
 			t.Errorf("unknown branch: exit %d %s", code, se)
