@@ -47,7 +47,7 @@ func (q sqlQuery) Build() (variants.Dataquery, error) {
 }
 
 // endpointValue is the SQL of the endpoint variable's value: the
-// aggregate figures have no endpoint (”), shown as "aggregate".
+// aggregate figures have an empty endpoint, shown as "aggregate".
 const endpointValue = "(CASE WHEN '$endpoint' = 'aggregate' THEN '' ELSE '$endpoint' END)"
 
 // runTime is a run's place in history: its commit time, else its run
@@ -178,7 +178,8 @@ ORDER BY 1 DESC`, "table"}}).
 }
 
 // envelopeBands are env's band of each figure as SQL VALUES rows
-// (endpoint, figure, low, high), aggregate (”) and per endpoint; ""
+// (endpoint, figure, low, high), aggregate (empty endpoint) and per
+// endpoint; empty
 // without an envelope.
 func envelopeBands(env *envelope.Envelope) string {
 	if env == nil {
