@@ -179,8 +179,7 @@ ORDER BY 1 DESC`, "table"}}).
 
 // envelopeBands are env's band of each figure as SQL VALUES rows
 // (endpoint, figure, low, high), aggregate (empty endpoint) and per
-// endpoint; empty
-// without an envelope.
+// endpoint; empty without an envelope.
 func envelopeBands(env *envelope.Envelope) string {
 	if env == nil {
 		return ""
