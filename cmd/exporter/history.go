@@ -217,7 +217,7 @@ func cmpOr(a, b string) string {
 func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("list", "List a test's runs in commit-time order, excluded ones marked.")
 	branch := cmd.Flag("branch", "List this branch's runs instead of the main line's.").String()
-	format := cmd.Flag("format", choices("Output format.", "text", "json", "csv")).Default("text").Enum("text", "json", "csv")
+	format := cmd.Flag("format", choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.action(func() error {
 		ctx := context.Background()
 		s, err := f.open(ctx)
@@ -242,7 +242,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("show", "Show one figure of a test's runs in commit-time order: rps, iterations_per_s, requests_per_iteration, error_rate, avg, median, p95, p99, max; an endpoint's as ENDPOINT.FIGURE (auth_login.p95).")
 	figure := cmd.Flag("figure", "The figure, e.g. p95 or auth_login.p95.").Required().String()
 	branch := cmd.Flag("branch", "Show this branch's runs instead of the main line's.").String()
-	format := cmd.Flag("format", choices("Output format.", "text", "json", "csv")).Default("text").Enum("text", "json", "csv")
+	format := cmd.Flag("format", choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.action(func() error {
 		ep, fig, err := history.ParseFigure(*figure)
 		if err != nil {

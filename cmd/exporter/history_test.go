@@ -200,6 +200,10 @@ func TestHistoryExcludeBranchesCSV(t *testing.T) {
 		if got := commits(showJSON(t, dsn, "--figure", "p95")); got != "a1 a2 a4" {
 			t.Errorf("after include %s", got)
 		}
+		md := mustRun(t, append(h, "show", "--figure", "p95", "--format", "markdown")...)
+		if !strings.Contains(md, "### p95 of test checkout (ms), main line: 3 runs") || !strings.Contains(md, "| 2 | 2 | a2 | 2026-01-02T10:00:00Z |  | 710 |") {
+			t.Errorf("show --format markdown:\n%s", md)
+		}
 		if code, _, se := captureRun(t, append(h, "show", "--figure", "auth_login.rps")...); code != 2 || !strings.Contains(se, "an endpoint has only") {
 			t.Errorf("bad figure: exit %d %s", code, se)
 		}

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/cireport"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
@@ -120,16 +121,10 @@ func (v SeriesView) Write(w io.Writer, format string) error {
 		}
 		cw.Flush()
 		return cw.Error()
+	case "markdown":
+		return v.writeMarkdown(w)
 	}
-	name := v.Figure
-	if v.Endpoint != "" {
-		name = v.Endpoint + "." + v.Figure
-	}
-	line := "main line"
-	if v.Branch != "" {
-		line = "branch " + v.Branch
-	}
-	if _, err := fmt.Fprintf(w, "%s of test %s (%s), %s: %d runs in commit-time order\n", name, v.Test, Unit(v.Figure), line, len(v.Points)); err != nil {
+	if _, err := fmt.Fprintln(w, v.heading()); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -147,6 +142,33 @@ func (v SeriesView) Write(w io.Writer, format string) error {
 			dash(p.Run.TestID), val, countText(p.Count), ci)
 	}
 	return tw.Flush()
+}
+
+// heading says what the series is.
+func (v SeriesView) heading() string {
+	name := v.Figure
+	if v.Endpoint != "" {
+		name = v.Endpoint + "." + v.Figure
+	}
+	line := "main line"
+	if v.Branch != "" {
+		line = "branch " + v.Branch
+	}
+	return fmt.Sprintf("%s of test %s (%s), %s: %d runs in commit-time order", name, v.Test, Unit(v.Figure), line, len(v.Points))
+}
+
+// writeMarkdown writes the series as a Markdown table.
+func (v SeriesView) writeMarkdown(w io.Writer) error {
+	t := cireport.Table{Title: v.heading(), Header: []string{"#", "run", "commit", "time", "testid", "value", "count", "interval", "excluded"}}
+	for _, p := range v.Points {
+		ci := ""
+		if p.CI != nil {
+			ci = "[" + num(p.CI.Low) + ", " + num(p.CI.High) + "]"
+		}
+		t.Rows = append(t.Rows, []string{strconv.Itoa(p.Index), strconv.FormatInt(p.Run.ID, 10), p.Run.Commit, timeText(p.Run.Time()),
+			p.Run.TestID, num(p.Value), countText(p.Count), ci, p.Run.Reason})
+	}
+	return cireport.WriteMarkdown(w, t)
 }
 
 // WriteRuns writes runs, in the order given, as text, json or csv.
@@ -188,6 +210,15 @@ func WriteRuns(w io.Writer, runs []Run, format string) error {
 		}
 		cw.Flush()
 		return cw.Error()
+	}
+	if format == "markdown" {
+		t := cireport.Table{Title: fmt.Sprintf("%d runs in commit-time order", len(runs)),
+			Header: []string{"#", "run", "commit", "time", "branch", "version", "testid", "source", "note", "excluded"}}
+		for i, r := range runs {
+			t.Rows = append(t.Rows, []string{strconv.Itoa(i + 1), strconv.FormatInt(r.ID, 10), r.Commit, timeText(r.Time()),
+				r.Branch, r.Version, r.TestID, r.SourceFile, r.Note, r.Reason})
+		}
+		return cireport.WriteMarkdown(w, t)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "#\trun\tcommit\ttime\tbranch\ttestid\tsource\tnote\t")

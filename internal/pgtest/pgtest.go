@@ -155,7 +155,13 @@ func start() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "envelope-pg-")
+	// As root, under /tmp itself: a $TMPDIR inside root's home would be
+	// out of the unprivileged user's reach.
+	base := ""
+	if cred != nil {
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "envelope-pg-")
 	if err != nil {
 		return nil, err
 	}
