@@ -44,9 +44,19 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	c.historyCompareCommand(cmd, f)
 }
 
-// open opens the history the flags name.
+// open opens the history the flags name, creating it when missing.
 func (f historyFlags) open(ctx context.Context) (*history.Store, error) {
 	s, err := history.Open(ctx, *f.dsn)
+	if err != nil {
+		return nil, withCode(codeError, err)
+	}
+	return s, nil
+}
+
+// openExisting opens the history for a command that only reads or
+// updates recorded runs: a missing SQLite file is an error.
+func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) {
+	s, err := history.OpenExisting(ctx, *f.dsn)
 	if err != nil {
 		return nil, withCode(codeError, err)
 	}
@@ -220,7 +230,7 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 	format := cmd.Flag("format", choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.action(func() error {
 		ctx := context.Background()
-		s, err := f.open(ctx)
+		s, err := f.openExisting(ctx)
 		if err != nil {
 			return err
 		}
@@ -249,7 +259,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return withCode(codeError, fmt.Errorf("--figure: %w", err))
 		}
 		ctx := context.Background()
-		s, err := f.open(ctx)
+		s, err := f.openExisting(ctx)
 		if err != nil {
 			return err
 		}
@@ -290,7 +300,7 @@ func (c *cli) historyExcludeCommands(parent *kingpin.CmdClause, f historyFlags) 
 
 func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Store) (history.Run, error)) error {
 	ctx := context.Background()
-	s, err := f.open(ctx)
+	s, err := f.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -312,7 +322,7 @@ func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) 
 	cmd := parent.Command("branches", "List the branches a test's runs were recorded on; the main line takes the main branch's runs and those of no known branch.")
 	cmd.Action(c.action(func() error {
 		ctx := context.Background()
-		s, err := f.open(ctx)
+		s, err := f.openExisting(ctx)
 		if err != nil {
 			return err
 		}
@@ -380,7 +390,7 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 // compareBranch reads the two stretches and compares them.
 func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts compare.Options) (*compare.Result, error) {
 	ctx := context.Background()
-	s, err := f.open(ctx)
+	s, err := f.openExisting(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -164,6 +165,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// OpenExisting is Open for commands that only read: an SQLite history
+// that does not exist is an error rather than a new, empty file.
+func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
+	d, _, where, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if d.name == "sqlite" {
+		if _, err := os.Stat(where); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("history %s does not exist: record runs with `exporter history record`, or give --history (or %s)", where, EnvDSN)
+		}
+	}
+	return Open(ctx, dsn)
 }
 
 // migrationNames are the embedded migrations in version order: file
