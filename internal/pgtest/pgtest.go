@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -88,18 +89,47 @@ func Main(m *testing.M) int {
 		srv.stop()
 	}
 	if missing.Load() {
-		fmt.Fprintf(os.Stderr, "PostgreSQL tests skipped: %v; %s\n", errMissing, hint)
+		sayOnce(fmt.Sprintf("PostgreSQL tests skipped: %v; %s (or set %s to their folder)\n", errMissing, hint, EnvBin))
 	}
 	return code
+}
+
+// sayOnce tells the developer, once per `go test` run however many
+// packages skipped (the packages' test binaries share the go command as
+// their parent). `go test ./...` hides a passing package's output, so
+// the terminal gets it when there is one.
+func sayOnce(msg string) {
+	marker := filepath.Join(os.TempDir(), fmt.Sprintf("envelope-pgtest-skipped-%d", os.Getppid()))
+	f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return // another package of this run said it
+	}
+	_ = f.Close()
+	out := io.Writer(os.Stderr)
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close() //nolint:errcheck // a message only
+		out = tty
+	}
+	_, _ = io.WriteString(out, msg)
 }
 
 func (s *server) url(db string) string {
 	return fmt.Sprintf("postgres://envelope@/%s?host=%s&port=%d&sslmode=disable", db, s.dir, s.port)
 }
 
-// binDir finds the PostgreSQL binaries: PATH first, then Debian's
+// EnvBin names a folder of PostgreSQL binaries to use instead of
+// searching (a missing folder makes the server missing).
+const EnvBin = "ENVELOPE_PG_BIN"
+
+// binDir finds the PostgreSQL binaries: EnvBin, then PATH, then Debian's
 // versioned folders, newest first.
 func binDir() (string, error) {
+	if dir := os.Getenv(EnvBin); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "pg_ctl")); err != nil {
+			return "", errMissing
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if _, err := exec.LookPath("initdb"); err == nil {
 			if real, err := filepath.EvalSymlinks(p); err == nil {
