@@ -160,7 +160,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("history %s: %w", where, err)
 	}
 	s := &Store{db: db, d: d, Where: where}
-	if err := s.migrate(ctx, len(migrationNames())); err != nil {
+	if err := s.upToDate(ctx); err != nil {
 		_ = db.Close() // the migration's error says more
 		return nil, err
 	}
@@ -198,6 +198,22 @@ func SchemaVersion() int { return len(migrationNames()) }
 // pgMigrationLock is the advisory lock that serialises migrations of one
 // PostgreSQL database (SQLite's immediate transaction does it there).
 const pgMigrationLock = 0x656e76656c6f7065 // "envelope"
+
+// upToDate checks the schema version with a plain read, so that opening
+// a current history takes no write lock, and migrates only when the
+// history is older (or new).
+func (s *Store) upToDate(ctx context.Context) error {
+	var have int
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&have)
+	want := len(migrationNames())
+	switch {
+	case err == nil && have == want:
+		return nil
+	case err == nil && have > want:
+		return fmt.Errorf("history %s has schema version %d, newer than this build's %d: use a newer envelope", s.Where, have, want)
+	}
+	return s.migrate(ctx, want)
+}
 
 // migrate applies the embedded migrations up to version want, in one
 // transaction, and refuses a database newer than this build.
