@@ -302,3 +302,31 @@ func TestSeriesJSONAsEncodingJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got.String(), want)
 	}
 }
+
+// DSNs: a path or file: URI is SQLite, a postgres URL PostgreSQL with its
+// password kept out of messages, anything URL-like else refused.
+func TestParseDSN(t *testing.T) {
+	for _, tc := range []struct {
+		dsn, backend, where, err string
+	}{
+		{"", "sqlite", DefaultDSN, ""},
+		{"runs/h.db", "sqlite", "runs/h.db", ""},
+		{"file:h.db?cache=shared", "sqlite", "h.db", ""},
+		{"postgres://u:secret@db:5432/perf?sslmode=require", "postgres", "postgres://u:xxxxx@db:5432/perf?sslmode=require", ""},
+		{"postgresql://db/perf", "postgres", "postgresql://db/perf", ""},
+		{"mysql://u:secret@db/perf", "", "", "not a file path nor a postgres:// URL"},
+		{"host=db dbname=perf", "", "", "not a file path nor a postgres:// URL"},
+	} {
+		d, driverDSN, where, err := parseDSN(tc.dsn)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "secret") {
+				t.Errorf("%q: error %v, want %q without the password", tc.dsn, err, tc.err)
+			}
+		case err != nil || d.name != tc.backend || where != tc.where:
+			t.Errorf("%q: %s %q %v, want %s %q", tc.dsn, d.name, where, err, tc.backend, tc.where)
+		case d.name == "sqlite" && (!strings.Contains(driverDSN, "busy_timeout") || !strings.Contains(driverDSN, "journal_mode%28WAL%29")):
+			t.Errorf("%q: SQLite DSN %q lacks the busy timeout or WAL", tc.dsn, driverDSN)
+		}
+	}
+}

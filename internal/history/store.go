@@ -118,6 +118,9 @@ func parseDSN(dsn string) (dialect, string, string, error) {
 		}
 		return postgresDialect, dsn, u.Redacted(), nil
 	}
+	if strings.Contains(dsn, "://") || strings.HasPrefix(dsn, "host=") || strings.Contains(dsn, " dbname=") {
+		return dialect{}, "", "", fmt.Errorf("history %s: not a file path nor a postgres:// URL (PostgreSQL is given as postgres://user:password@host:5432/db)", redact(dsn))
+	}
 	p, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 	if p == "" {
 		return dialect{}, "", "", errors.New("history: empty SQLite file path")
