@@ -12,7 +12,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/report"
 )
 
@@ -62,10 +61,7 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 				return withCode(2, err)
 			}
 		}
-		// Point streams are summarized with the statistics the envelope
-		// reads (k6's default set lacks p(99)); summaries keep their own.
-		lopts := k6.LoadOptions{SkipWarmup: *skip, GroupBy: *groupBy, KeepPoints: true,
-			Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}}
+		lopts := envelope.LoadOptions(*skip, *groupBy)
 		// kingpin hands a bare "-" over as an empty string.
 		for i, f := range *files {
 			if f == "" {

@@ -18,7 +18,7 @@ import (
 //     AWS SDK, which only that collector uses.
 
 // fullOnlyCommands are the commands a serve-only build leaves out.
-var fullOnlyCommands = []string{"backtest", "baseline", "compare", "dashboards", "demo", "report", "rules", "simulate", "stack"}
+var fullOnlyCommands = []string{"backtest", "baseline", "compare", "dashboards", "demo", "history", "report", "rules", "simulate", "stack"}
 
 // fullCommandLine says where the commands a smaller build lacks are.
 const fullCommandLine = "install the full command line with `go install github.com/envelope-dev/envelope/cmd/exporter@latest`"

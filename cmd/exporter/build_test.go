@@ -27,11 +27,17 @@ func TestBuildDeps(t *testing.T) {
 		"github.com/envelope-dev/envelope/internal/compare",
 		"github.com/envelope-dev/envelope/internal/dashboards",
 		"github.com/envelope-dev/envelope/internal/demo",
+		"github.com/envelope-dev/envelope/internal/history",
 		"github.com/envelope-dev/envelope/internal/report",
 		"github.com/envelope-dev/envelope/internal/rules",
 		"github.com/envelope-dev/envelope/internal/simulate",
 		"github.com/envelope-dev/envelope/internal/stack",
+		"modernc.org/sqlite",
+		"github.com/jackc/pgx/v5/stdlib",
 	}
+	// The history's SQL drivers, whole modules: a serve-only build links
+	// none of them.
+	sqlDrivers := []string{"modernc.org/", "github.com/jackc/"}
 	aws := []string{"github.com/aws/aws-sdk-go-v2/aws", "github.com/aws/aws-sdk-go-v2/config", "github.com/aws/aws-sdk-go-v2/service/cloudwatch", "github.com/envelope-dev/envelope/internal/cloudwatch"}
 	// Alien, every AWS module goes: the SDK and its smithy runtime.
 	awsAlien := concat(aws, []string{"github.com/aws/"})
@@ -48,9 +54,9 @@ func TestBuildDeps(t *testing.T) {
 		linked, alien []string
 	}{
 		{"", concat(fullOnly, aws, serve), nil},
-		{"serveonly", concat(aws, serve), fullOnly},
+		{"serveonly", concat(aws, serve), concat(fullOnly, sqlDrivers)},
 		{"nocloudwatch", concat(fullOnly, serve), awsAlien},
-		{"serveonly,nocloudwatch", serve, concat(fullOnly, awsAlien)},
+		{"serveonly,nocloudwatch", serve, concat(fullOnly, awsAlien, sqlDrivers)},
 	} {
 		t.Run("tags="+tc.tags, func(t *testing.T) {
 			out, err := exec.Command(gobin, "list", "-deps", "-tags", tc.tags, ".").Output()

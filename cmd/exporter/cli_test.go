@@ -54,7 +54,7 @@ func TestHelpAndUsageConventions(t *testing.T) {
 // --no-serve turns that off.
 func TestFlagHelpListsChoices(t *testing.T) {
 	for cmd, wants := range map[string][]string{
-		"compare":   {"One of: welch, bootstrap.", "One of: text, json."},
+		"compare":   {"One of: welch, bootstrap.", "One of: text, json, junit, markdown."},
 		"summarize": {"One of: text, json.", "One of: exact, sketch."},
 		"report":    {"One of: markdown, json."},
 		"baseline":  {"One of: yaml, json."},

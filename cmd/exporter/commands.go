@@ -23,6 +23,7 @@ func (c *cli) commands() []func(*kingpin.Application) {
 		c.dashboardsCommand,
 		c.demoCommand,
 		c.ecsCommand,
+		c.historyCommand,
 		c.reportCommand,
 		c.rulesCommand,
 		c.simulateCommand,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 	unit := cmd.Flag("level-unit", "Unit of the levels, for the sentences and chart.").Default("VUs").String()
 	eff := cmd.Flag("efficiency", "Efficiency X(N)/(λN) below which throughput no longer scales linearly.").Default("0.8").Float64()
 	chartDir := cmd.Flag("chart-dir", "Folder for the scaling chart (light/ and dark/ PNGs); empty for none.").Default("charts").String()
-	format := cmd.Flag("format", choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
+	format := cmd.Flag("format", choices("Output format: junit is one test case per figure (a regression fails), markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.", compareFormats...)).Default("text").Enum(compareFormats...)
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
@@ -72,13 +73,10 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if err != nil {
 			return withCode(2, err)
 		}
-		if *format == "json" {
-			err = res.WriteJSON(c.stdout)
-		} else {
+		if *format == "text" {
 			c.println(windowLine(opts.SkipWarmup, skipSet))
-			err = res.WriteText(c.stdout)
 		}
-		if err != nil {
+		if err := writeResult(c.stdout, res, *format); err != nil {
 			return err
 		}
 		if res.Regressed {
@@ -86,6 +84,22 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		}
 		return nil
 	}))
+}
+
+// compareFormats are the output formats of a comparison.
+var compareFormats = []string{"text", "json", "junit", "markdown"}
+
+// writeResult writes a comparison in one of compareFormats.
+func writeResult(w io.Writer, res *compare.Result, format string) error {
+	switch format {
+	case "json":
+		return res.WriteJSON(w)
+	case "junit":
+		return res.WriteJUnit(w)
+	case "markdown":
+		return res.WriteMarkdown(w)
+	}
+	return res.WriteText(w)
 }
 
 // demoCompare prints the verdict on the last two sample runs.

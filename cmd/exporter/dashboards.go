@@ -16,8 +16,8 @@ import (
 
 // dashboardsCommand adds `exporter dashboards`.
 func (c *cli) dashboardsCommand(app *kingpin.Application) {
-	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed threshold lines at its band edges.")
-	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose band edges become fixed thresholds.").String()
+	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health over Prometheus; Run history over a PostgreSQL run history) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed threshold lines at its band edges.")
+	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose band edges become fixed thresholds, and the band of the Run history dashboard.").String()
 	out := cmd.Flag("out", "Folder to write the dashboard JSON files into.").Default("dashboards").String()
 	cmd.Action(c.action(func() error {
 		var opts dashboards.Options

@@ -45,13 +45,14 @@ var demoSteps = []demoStep{
 	{"rules", "write rules", demoRules},
 	{"compare", "compare runs", demoCompare},
 	{"dashboards", "dashboards", demoDashboards},
+	{"history", "record 30 runs by commit into a run history and show one figure across them", demoHistory},
 	{"backtest", "backtest a simulated baseline and a regressed run against the rules", demoBacktest},
 	{"serve", "serve the envelope and the simulated run until interrupted", demoServe},
 }
 
 // demoCommand adds `exporter demo`.
 func (c *cli) demoCommand(app *kingpin.Application) {
-	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
+	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, record 30 runs by commit into a run history and show one figure across them, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
 	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + defaultPort).String()

@@ -58,7 +58,11 @@ func TestDemoNoServe(t *testing.T) {
 		"rules of the second envelope: " + filepath.Join(dir, "rules", second.Name),
 		`compare: candidates run-4.json, run-5.json against the envelope "` + want.Name + `" of run-1.json, run-2.json, run-3.json, run-4.json, run-5.json: no regression`,
 		"compare: Aggregate throughput",
-		"dashboards: 5 Grafana dashboards in " + filepath.Join(dir, "dashboards") + " (envelope bands from the exporter's gauges, thresholds from envelope.yaml)",
+		"dashboards: 6 Grafana dashboards in " + filepath.Join(dir, "dashboards") + " (envelope bands from the exporter's gauges, thresholds from envelope.yaml)",
+		"history: 30 runs of history-shared, one per commit, recorded in " + filepath.Join(dir, "envelope-history.db"),
+		"document_upload.p95 of test history-shared (ms), main line: 30 runs in commit-time order",
+		"\n1   1    c01",
+		"\n30  30   c30",
 		"backtest: a simulated baseline-like run (simulated-baseline.ndjson.gz): no alert fired\n",
 		"backtest: the same run with 1% failed requests (" + filepath.Join("regressed", "simulated-errors.ndjson.gz") + "): fired ",
 	}

@@ -63,31 +63,11 @@ func (r *Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
 	for _, f := range r.Figures {
-		if f.Verdict == NoData {
-			_, _ = fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t%s\n", f.Label(), f.Verdict)
-			continue
-		}
-		unit := "%"
-		base, cand := fmt.Sprintf("%.2f %s", f.Baseline, f.Unit), fmt.Sprintf("%.2f %s", f.Candidate, f.Unit)
-		if f.Name == "error_rate" {
-			unit = "pp"
-			base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
-		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f%s\t[%+.2f, %+.2f]\t%.2f%s\t%.1f%s\t%.3g\t%s\n",
-			f.Label(), base, cand, f.ChangePct, unit, f.CILowPct, f.CIHighPct, f.MDCPct, unit, f.TolerancePct, unit, f.PHolm, f.Verdict)
+		_, _ = fmt.Fprintln(tw, strings.Join(append([]string{f.Label()}, f.cells()...), "\t"))
 	}
 	_ = tw.Flush()
-	var notes []string
-	for _, f := range r.Figures {
-		if f.Note != "" {
-			notes = append(notes, fmt.Sprintf("- %s: %s", f.Label(), f.Note))
-		}
-	}
-	for _, wn := range r.Warnings {
-		notes = append(notes, "- warning: "+wn)
-	}
-	if len(notes) > 0 {
-		b.WriteString("\nNotes:\n" + strings.Join(notes, "\n") + "\n")
+	if notes := r.notes(); len(notes) > 0 {
+		b.WriteString("\nNotes:\n- " + strings.Join(notes, "\n- ") + "\n")
 	}
 	if r.Regressed {
 		b.WriteString("\nResult: REGRESSION\n")
@@ -96,6 +76,36 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cells are a figure's columns after its label, in the table's order:
+// baseline, candidate, change, interval, MDC, tolerance, Holm p, verdict.
+func (f Figure) cells() []string {
+	if f.Verdict == NoData {
+		return []string{"-", "-", "-", "-", "-", "-", "-", string(f.Verdict)}
+	}
+	unit := "%"
+	base, cand := fmt.Sprintf("%.2f %s", f.Baseline, f.Unit), fmt.Sprintf("%.2f %s", f.Candidate, f.Unit)
+	if f.Name == "error_rate" {
+		unit = "pp"
+		base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
+	}
+	return []string{base, cand, fmt.Sprintf("%+.2f%s", f.ChangePct, unit), fmt.Sprintf("[%+.2f, %+.2f]", f.CILowPct, f.CIHighPct),
+		fmt.Sprintf("%.2f%s", f.MDCPct, unit), fmt.Sprintf("%.1f%s", f.TolerancePct, unit), fmt.Sprintf("%.3g", f.PHolm), string(f.Verdict)}
+}
+
+// notes are each figure's note and the warnings.
+func (r *Result) notes() []string {
+	var notes []string
+	for _, f := range r.Figures {
+		if f.Note != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", f.Label(), f.Note))
+		}
+	}
+	for _, wn := range r.Warnings {
+		notes = append(notes, "warning: "+wn)
+	}
+	return notes
 }
 
 // WriteJSON writes the result; NaN p-values (untested figures) are null.

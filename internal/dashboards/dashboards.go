@@ -264,6 +264,11 @@ func WriteDir(dir string, opts Options) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	h, err := BuildHistory(opts.Envelope)
+	if err != nil {
+		return nil, err
+	}
+	ds = append(ds, h)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -273,7 +278,10 @@ func WriteDir(dir string, opts Options) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := filepath.Join(dir, d.File)
+		p := filepath.Join(dir, filepath.FromSlash(d.File))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			return nil, err
 		}

@@ -4,10 +4,31 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
+
+// RunStats are the trend statistics the envelope reads from each run;
+// k6's default summaryTrendStats lack p(99).
+var RunStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}
+
+// LoadOptions are how baseline reads run files: point streams are
+// summarized with RunStats and keep their points, from which each run's
+// order-statistic intervals come; summaries keep their own statistics.
+func LoadOptions(skipWarmup time.Duration, groupBy string) k6.LoadOptions {
+	return k6.LoadOptions{SkipWarmup: skipWarmup, GroupBy: groupBy, KeepPoints: true, Stats: RunStats}
+}
+
+// ErrorRate is the run's share of failed requests (http_req_failed),
+// rounded as the envelope's error rate is; 0 without requests.
+func (f RunFigures) ErrorRate() float64 {
+	if f.Requests <= 0 {
+		return 0
+	}
+	return round6(float64(f.Failed) / float64(f.Requests))
+}
 
 // Interval is a confidence interval of one run's figure (ms).
 type Interval struct {

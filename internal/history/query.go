@@ -1,0 +1,328 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+var errNoRows = sql.ErrNoRows
+
+// DefaultMainBranch is the main line's branch when none is given.
+const DefaultMainBranch = "main"
+
+// scanTime reads a time column of either back end: PostgreSQL gives a
+// time.Time, SQLite the fixed-width text timeArg wrote.
+type scanTime struct{ t *time.Time }
+
+func (s scanTime) Scan(v any) error {
+	switch x := v.(type) {
+	case nil:
+		*s.t = time.Time{}
+	case time.Time:
+		*s.t = x.UTC()
+	case string:
+		return s.parse(x)
+	case []byte:
+		return s.parse(string(x))
+	default:
+		return fmt.Errorf("time column holds a %T", v)
+	}
+	return nil
+}
+
+func (s scanTime) parse(v string) error {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return fmt.Errorf("time column holds %q: %w", v, err)
+	}
+	*s.t = t.UTC()
+	return nil
+}
+
+// Line selects the runs of one line of history: a test's main line (the
+// main branch and runs of no known branch) or one branch's runs.
+type Line struct {
+	Test string
+	// Branch is the branch to read; "" reads the main line.
+	Branch string
+	// MainBranch names the main line's branch; "" is DefaultMainBranch.
+	MainBranch string
+	// WithExcluded keeps excluded runs (shown, marked); analysis leaves
+	// them out.
+	WithExcluded bool
+}
+
+// where is the line's SQL condition on runs r, with its arguments.
+func (l Line) where() (string, []any) {
+	conds := []string{"r.test = ?"}
+	args := []any{l.Test}
+	main := l.MainBranch
+	if main == "" {
+		main = DefaultMainBranch
+	}
+	if l.Branch == "" || l.Branch == main {
+		conds = append(conds, "(r.branch = ? OR r.branch = '')")
+		args = append(args, main)
+	} else {
+		conds = append(conds, "r.branch = ?")
+		args = append(args, l.Branch)
+	}
+	if !l.WithExcluded {
+		conds = append(conds, "NOT r.excluded")
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// historyOrder is commit-time order: a run's commit time, else its run
+// time; runs with neither come last, in recording order.
+const historyOrder = "COALESCE(r.commit_time, r.run_time) IS NULL, COALESCE(r.commit_time, r.run_time), r.id"
+
+const runColumns = `r.id, r.test, r.testid, r.commit_id, r.commit_time, r.branch, r.version, r.run_time,
+  r.duration_s, r.vus, r.source_file, r.format, r.content_hash, r.note, r.excluded, r.exclude_reason, r.recorded_at`
+
+// scanRun reads runColumns.
+func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
+	var r Run
+	var dur sql.NullFloat64
+	var vus sql.NullInt64
+	err := sc.Scan(&r.ID, &r.Test, &r.TestID, &r.Commit, scanTime{&r.CommitTime}, &r.Branch, &r.Version, scanTime{&r.RunTime},
+		&dur, &vus, &r.SourceFile, &r.Format, &r.SHA256, &r.Note, &r.Excluded, &r.Reason, scanTime{&r.RecordedAt})
+	r.DurationS, r.VUs = dur.Float64, int(vus.Int64)
+	return r, err
+}
+
+// Runs lists a line's runs in commit-time order.
+func (s *Store) Runs(ctx context.Context, l Line) ([]Run, error) {
+	cond, args := l.where()
+	rows, err := s.db.QueryContext(ctx, s.d.rebind("SELECT "+runColumns+" FROM runs r WHERE "+cond+" ORDER BY "+historyOrder), args...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Point is one run's value of a figure, with what change-point
+// detection weighs it by: its sample count and order-statistic interval.
+type Point struct {
+	// Index is the point's 1-based place in the series.
+	Index int
+	Run   Run
+	Value float64
+	Count int64              // 0 when unknown
+	CI    *envelope.Interval // nil unless the run had points
+}
+
+// Series reads one figure of a line, in commit-time order: endpoint ""
+// for an aggregate figure. Each point's Run holds only what places it:
+// ID, TestID, Commit, Branch, CommitTime, RunTime, Excluded and Reason.
+func (s *Store) Series(ctx context.Context, l Line, endpoint, figure string) ([]Point, error) {
+	cond, args := l.where()
+	q := `SELECT r.id, r.testid, r.commit_id, r.branch, r.commit_time, r.run_time, r.excluded, r.exclude_reason,
+  f.value, f.count, f.ci_low, f.ci_high
+FROM figures f JOIN runs r ON r.id = f.run_id
+WHERE f.figure = ? AND f.endpoint = ? AND ` + cond
+	// Sorted here rather than by the database: cheaper than SQLite's
+	// sorter for a long series, and the same order (historyLess).
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), append([]any{figure, endpoint}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []Point
+	for rows.Next() {
+		var p Point
+		var n sql.NullInt64
+		var lo, hi sql.NullFloat64
+		r := &p.Run
+		if err := rows.Scan(&r.ID, &r.TestID, &r.Commit, &r.Branch, scanTime{&r.CommitTime}, scanTime{&r.RunTime}, &r.Excluded, &r.Reason,
+			&p.Value, &n, &lo, &hi); err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		r.Test = l.Test
+		p.Count = n.Int64
+		if lo.Valid && hi.Valid {
+			p.CI = &envelope.Interval{Low: lo.Float64, High: hi.Float64}
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b Point) int { return historyCompare(a.Run, b.Run) })
+	for i := range out {
+		out[i].Index = i + 1
+	}
+	return out, nil
+}
+
+// historyCompare is historyOrder in Go: by commit time, else run time;
+// runs with neither last; then by id.
+func historyCompare(a, b Run) int {
+	ta, tb := a.Time(), b.Time()
+	switch {
+	case ta.IsZero() != tb.IsZero():
+		if ta.IsZero() {
+			return 1
+		}
+		return -1
+	case !ta.Equal(tb):
+		return ta.Compare(tb)
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// SeriesKey names one series of a test: a figure, of an endpoint or
+// aggregate (Endpoint "").
+type SeriesKey struct{ Endpoint, Figure string }
+
+// SeriesKeys lists every series a test's runs have, aggregate first,
+// then by endpoint, each in FigureNames order.
+func (s *Store) SeriesKeys(ctx context.Context, test string) ([]SeriesKey, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT DISTINCT f.endpoint, f.figure FROM figures f JOIN runs r ON r.id = f.run_id WHERE r.test = ?`), test)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []SeriesKey
+	for rows.Next() {
+		var k SeriesKey
+		if err := rows.Scan(&k.Endpoint, &k.Figure); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b SeriesKey) int {
+		if c := cmp.Compare(a.Endpoint, b.Endpoint); c != 0 {
+			return c
+		}
+		return cmp.Compare(slices.Index(FigureNames, a.Figure), slices.Index(FigureNames, b.Figure))
+	})
+	return out, rows.Err()
+}
+
+// Tests lists the tests the history holds, by name.
+func (s *Store) Tests(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT test FROM runs ORDER BY test")
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Branch is one branch's runs of a test.
+type Branch struct {
+	Name   string // "" for runs of no known branch
+	Runs   int
+	Latest time.Time // the latest run's commit or run time
+}
+
+// Branches lists the branches a test's runs were recorded on.
+func (s *Store) Branches(ctx context.Context, test string) ([]Branch, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT r.branch, COUNT(*), MAX(COALESCE(r.commit_time, r.run_time))
+FROM runs r WHERE r.test = ? GROUP BY r.branch ORDER BY r.branch`), test)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []Branch
+	for rows.Next() {
+		var b Branch
+		if err := rows.Scan(&b.Name, &b.Runs, scanTime{&b.Latest}); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// Exclude marks a run as left out of analysis (kept and shown), with why;
+// Include undoes it. ref is a run's id or its testid.
+func (s *Store) Exclude(ctx context.Context, ref, reason string) (Run, error) {
+	if strings.TrimSpace(reason) == "" {
+		return Run{}, fmt.Errorf("excluding run %s: give a reason", ref)
+	}
+	return s.setExcluded(ctx, ref, true, reason)
+}
+
+// Include puts an excluded run back into analysis.
+func (s *Store) Include(ctx context.Context, ref string) (Run, error) {
+	return s.setExcluded(ctx, ref, false, "")
+}
+
+func (s *Store) setExcluded(ctx context.Context, ref string, excluded bool, reason string) (Run, error) {
+	r, err := s.Find(ctx, ref)
+	if err != nil {
+		return Run{}, err
+	}
+	if _, err := s.db.ExecContext(ctx, s.d.rebind("UPDATE runs SET excluded = ?, exclude_reason = ? WHERE id = ?"), excluded, reason, r.ID); err != nil {
+		return Run{}, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	r.Excluded, r.Reason = excluded, reason
+	return r, nil
+}
+
+// Find finds one run by its id or its testid; a testid several runs
+// share is refused with their ids.
+func (s *Store) Find(ctx context.Context, ref string) (Run, error) {
+	cond, arg := "r.testid = ?", any(ref)
+	if id, err := strconv.ParseInt(ref, 10, 64); err == nil {
+		cond, arg = "(r.id = ? OR r.testid = ?)", id
+	}
+	args := []any{arg}
+	if strings.Contains(cond, "OR") {
+		args = append(args, ref)
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.rebind("SELECT "+runColumns+" FROM runs r WHERE "+cond+" ORDER BY r.id"), args...)
+	if err != nil {
+		return Run{}, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var found []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return Run{}, err
+		}
+		found = append(found, r)
+	}
+	if err := rows.Err(); err != nil {
+		return Run{}, err
+	}
+	switch len(found) {
+	case 0:
+		return Run{}, fmt.Errorf("history %s: no run %s (give a run's id or testid, as history list shows them)", s.Where, ref)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, len(found))
+	for i, r := range found {
+		ids[i] = strconv.FormatInt(r.ID, 10)
+	}
+	return Run{}, fmt.Errorf("history %s: %d runs match %s (ids %s): give the id", s.Where, len(found), ref, strings.Join(ids, ", "))
+}
