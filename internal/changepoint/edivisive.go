@@ -33,7 +33,7 @@ func (s *series) splitWindow(lo, hi int) []int {
 			if b-a < 2*minRuns {
 				continue
 			}
-			if tau, q := energySplit(z[a:b], minRuns); q > bestQ {
+			if tau, q, ok := energySplit(z[a:b], minRuns); ok && q > bestQ {
 				bestQ, bestPos, bestSeg = q, a+tau, k
 			}
 		}
@@ -54,11 +54,14 @@ func (s *series) splitWindow(lo, hi int) []int {
 	return out
 }
 
-// energySplit is the split τ of z (minRuns ≤ τ ≤ len(z)−minRuns)
-// maximising the E-Divisive statistic with exponent 1:
+// energySplit is the split τ of z maximising the E-Divisive statistic
+// with exponent 1,
 // q(τ) = nL·nR/n · (2/(nL·nR)·Σ|x−y| − Σ_L|x−x'|/C(nL,2) − Σ_R|y−y'|/C(nR,2)),
-// every sum over pairs, in O(n²) time and O(1) memory.
-func energySplit(z []float64, minRuns int) (tau int, q float64) {
+// every sum over pairs (a side of one value has no within term), in
+// O(n²) time and O(1) memory. ok is false when the best split leaves
+// fewer than minRuns values on a side: the level moved too near an end
+// to say where yet, and the next run may tell.
+func energySplit(z []float64, minRuns int) (tau int, q float64, ok bool) {
 	n := len(z)
 	total := 0.0
 	for i := range n {
@@ -66,9 +69,15 @@ func energySplit(z []float64, minRuns int) (tau int, q float64) {
 			total += math.Abs(z[i] - z[j])
 		}
 	}
+	within := func(sum, k float64) float64 {
+		if k < 2 {
+			return 0
+		}
+		return sum / (k * (k - 1) / 2)
+	}
 	left, right := 0.0, total
-	q = math.Inf(-1)
-	for t := 1; t <= n-minRuns; t++ {
+	best := math.Inf(-1)
+	for t := 1; t < n; t++ {
 		x := z[t-1] // moves from the right set to the left
 		for i := 0; i < t-1; i++ {
 			left += math.Abs(z[i] - x)
@@ -76,15 +85,12 @@ func energySplit(z []float64, minRuns int) (tau int, q float64) {
 		for j := t; j < n; j++ {
 			right -= math.Abs(x - z[j])
 		}
-		if t < minRuns {
-			continue
-		}
 		nl, nr := float64(t), float64(n-t)
 		cross := total - left - right
-		v := nl * nr / float64(n) * (2*cross/(nl*nr) - left/(nl*(nl-1)/2) - right/(nr*(nr-1)/2))
-		if v > q {
-			tau, q = t, v
+		v := nl * nr / float64(n) * (2*cross/(nl*nr) - within(left, nl) - within(right, nr))
+		if v > best {
+			tau, best = t, v
 		}
 	}
-	return tau, q
+	return tau, best, tau >= minRuns && n-tau >= minRuns
 }

@@ -1,0 +1,277 @@
+package changepoint
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// level returns n runs around base with log-normal noise of sd sigma,
+// multiplied by factor(i).
+func level(n int, base, sigma float64, seed uint64, factor func(i int) float64) []Run {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]Run, n)
+	for i := range out {
+		out[i] = Run{Commit: commitName(i), Value: base * factor(i) * math.Exp(sigma*rng.NormFloat64()), Count: 1000}
+	}
+	return out
+}
+
+func commitName(i int) string { return "c" + string(rune('A'+i/26)) + string(rune('a'+i%26)) }
+
+func analyzeOne(t *testing.T, cfg Config, k Key, runs []Run) Result {
+	t.Helper()
+	res, err := Analyze(cfg, []Series{{Key: k, Polarity: FigurePolarity(k.Figure), Runs: runs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestStepsOutliersAndPolarity(t *testing.T) {
+	p95 := Key{"t", "p95", "login"}
+	rps := Key{"t", "rps", ""}
+	tests := []struct {
+		name      string
+		key       Key
+		runs      []Run
+		changes   []int // 1-based runs
+		direction Direction
+		outliers  []int
+	}{
+		{name: "flat", key: p95, runs: level(80, 100, 0.03, 1, func(int) float64 { return 1 })},
+		{name: "step up in latency", key: p95, runs: level(80, 100, 0.03, 2, func(i int) float64 { return step(i, 40, 1.2) }),
+			changes: []int{41}, direction: Regression},
+		{name: "step up in throughput", key: rps, runs: level(80, 100, 0.03, 3, func(i int) float64 { return step(i, 40, 1.2) }),
+			changes: []int{41}, direction: Improvement},
+		{name: "drop in throughput", key: rps, runs: level(80, 100, 0.03, 4, func(i int) float64 { return step(i, 40, 0.8) }),
+			changes: []int{41}, direction: Regression},
+		{name: "lone slow run", key: p95, runs: level(80, 100, 0.03, 5, func(i int) float64 { return spike(i, 40, 1.6) }),
+			outliers: []int{41}},
+		{name: "two slow runs in a row", key: p95, runs: level(80, 100, 0.03, 6, func(i int) float64 { return spike(i, 40, 1.6) * spike(i, 41, 1.6) }),
+			outliers: []int{41, 42}},
+		{name: "a step two runs before the end is not yet a change", key: p95, runs: level(42, 100, 0.03, 7, func(i int) float64 { return step(i, 40, 1.3) })},
+		{name: "three runs after it are", key: p95, runs: level(43, 100, 0.03, 7, func(i int) float64 { return step(i, 40, 1.3) }),
+			changes: []int{41}, direction: Regression},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := analyzeOne(t, Config{}, tt.key, tt.runs)
+			var got []int
+			for _, c := range res.Changes {
+				got = append(got, c.Run.Index)
+				if c.Direction != tt.direction {
+					t.Errorf("change at %d: %s, want %s", c.Run.Index, c.Direction, tt.direction)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.changes) {
+				t.Errorf("changes at %v, want %v", got, tt.changes)
+			}
+			var outs []int
+			for _, o := range res.Outliers {
+				outs = append(outs, o.Run.Index)
+				if o.Direction != Regression || o.Change < 0.4 || o.Sigmas < 4 {
+					t.Errorf("outlier %+v", o)
+				}
+			}
+			if !reflect.DeepEqual(outs, tt.outliers) {
+				t.Errorf("outliers at %v, want %v", outs, tt.outliers)
+			}
+		})
+	}
+}
+
+func step(i, at int, f float64) float64 {
+	if i >= at {
+		return f
+	}
+	return 1
+}
+
+func spike(i, at int, f float64) float64 {
+	if i == at {
+		return f
+	}
+	return 1
+}
+
+// A run's own sampling error weighs it: among runs whose p95 rests on
+// 5,000 requests, a few resting on 50 (a wide interval) far off the level
+// are neither outliers nor a change; the same values with narrow
+// intervals are outliers.
+func TestMeasurementErrorWeighs(t *testing.T) {
+	k := Key{"t", "p95", "upload"}
+	mk := func(wide bool) []Run {
+		runs := level(60, 100, 0.02, 9, func(int) float64 { return 1 })
+		for i := range runs {
+			runs[i].Lo, runs[i].Hi = runs[i].Value*0.98, runs[i].Value*1.02
+		}
+		for _, i := range []int{20, 35, 50} {
+			runs[i].Value *= 1.3
+			runs[i].Lo, runs[i].Hi = runs[i].Value*0.99, runs[i].Value*1.01
+			if wide {
+				runs[i].Count = 50
+				runs[i].Lo, runs[i].Hi = runs[i].Value*0.6, runs[i].Value*1.6
+			}
+		}
+		return runs
+	}
+	if res := analyzeOne(t, Config{}, k, mk(true)); len(res.Changes)+len(res.Outliers) != 0 {
+		t.Errorf("wide intervals: %+v", res)
+	}
+	if res := analyzeOne(t, Config{}, k, mk(false)); len(res.Outliers) != 3 || len(res.Changes) != 0 {
+		t.Errorf("narrow intervals: %+v", res)
+	}
+}
+
+// The false discovery rate is controlled across the family: a p-value
+// that one series alone would report is not reported among many series
+// that show nothing.
+func TestFamily(t *testing.T) {
+	runs := level(40, 100, 0.05, 11, func(i int) float64 { return step(i, 30, 1.12) })
+	one := analyzeOne(t, Config{}, Key{"t", "p95", "a"}, runs)
+	if len(one.Changes) != 1 || one.Changes[0].P > 0.001 {
+		t.Fatalf("one series: %+v", one)
+	}
+	p := one.Changes[0].P
+	family := []Series{{Key: Key{"t", "p95", "a"}, Runs: runs}}
+	for j := range 60 {
+		family = append(family, Series{Key: Key{"t", "p95", commitName(j)}, Runs: level(40, 100, 0.05, uint64(100+j), func(int) float64 { return 1 })})
+	}
+	res, err := Analyze(Config{}, family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Changes {
+		if c.Key.Endpoint == "a" && p*61 > 0.001 {
+			t.Errorf("p %.2g reported among 61 series: %+v", p, c)
+		}
+		if c.Q < c.P {
+			t.Errorf("q %v below p %v", c.Q, c.P)
+		}
+	}
+	if res.Series != 61 {
+		t.Errorf("series = %d", res.Series)
+	}
+}
+
+func TestDrift(t *testing.T) {
+	k := Key{"t", "median", "a"}
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, _ := New(Config{})
+	for i, r := range level(40, 100, 0.02, 13, func(i int) float64 { return math.Pow(1.01, float64(max(0, i-10))) }) {
+		if err := a.Append(k, HigherIsWorse, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := flat.Append(k, HigherIsWorse, level(40, 100, 0.02, 13, func(int) float64 { return 1 })[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := a.Drift(k, 11, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// +1% a run for 29 runs: +33.5%.
+	if !d.OverTolerance || d.Direction != Regression || math.Abs(d.PerRun-0.01) > 0.003 || d.CI[0] > 0.335 || d.CI[1] < 0.335 {
+		t.Errorf("drift = %+v", d)
+	}
+	d, err = flat.Drift(k, 11, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.OverTolerance || d.CI[0] > 0 || d.CI[1] < 0 {
+		t.Errorf("flat drift = %+v", d)
+	}
+	if _, err := a.Drift(k, 39, 0.1); err == nil {
+		t.Error("a drift over 2 runs: no error")
+	}
+	if _, err := a.Drift(Key{"t", "p99", "a"}, 1, 0.1); err == nil {
+		t.Error("an unknown series: no error")
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key{"t", "p95", ""}
+	for _, r := range []Run{{Value: math.NaN()}, {Value: -1}, {Value: math.Inf(1)}, {Value: 1, Count: -2}, {Value: 1, Lo: 3, Hi: 2}} {
+		if err := a.Append(k, HigherIsWorse, r); !errors.Is(err, ErrBadValue) {
+			t.Errorf("%+v: err = %v", r, err)
+		}
+	}
+	if a.Len(k) != 0 {
+		t.Errorf("bad runs were kept: %d", a.Len(k))
+	}
+	for _, c := range []Config{{MinRuns: 1}, {Window: 8}, {PValue: 0.2}, {Neighbours: 1}} {
+		if _, err := New(c); err == nil {
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+// Ids are stable: the same test, figure, endpoint and commit always give
+// the same id, and any of them changed gives another.
+func TestChangeID(t *testing.T) {
+	k := Key{"checkout", "p95", "login"}
+	id := ChangeID(k, "abc123")
+	if id != ChangeID(k, "abc123") || len(id) != 16 {
+		t.Fatalf("id %q", id)
+	}
+	for _, other := range []string{ChangeID(Key{"checkout", "p99", "login"}, "abc123"), ChangeID(Key{"checkout", "p95", ""}, "abc123"),
+		ChangeID(Key{"other", "p95", "login"}, "abc123"), ChangeID(k, "abc124"), ChangeID(Key{"checkout", "p95login", ""}, "abc123")} {
+		if other == id {
+			t.Errorf("id collision %s", id)
+		}
+	}
+}
+
+// A series whose values reach 0 (an error rate) is analysed as is; the
+// incremental answer still equals the from-scratch one at every length.
+func TestIncrementalLinearAndLong(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 2))
+	errs := make([]Run, 260)
+	lat := level(260, 100, 0.04, 19, func(i int) float64 { return step(i, 90, 1.15) * spike(i, 150, 2) * step(i, 200, 0.8) })
+	for i := range errs {
+		v := 0.01 + 0.002*rng.NormFloat64()
+		if i >= 120 {
+			v += 0.02
+		}
+		if i%37 == 0 {
+			v = 0
+		}
+		errs[i] = Run{Commit: commitName(i), Value: max(v, 0), Count: 1000}
+	}
+	ek, lk := Key{"t", "error_rate", ""}, Key{"t", "p95", ""}
+	inc, _ := New(Config{})
+	for n := 1; n <= len(errs); n++ {
+		_ = inc.Append(ek, HigherIsWorse, errs[n-1])
+		_ = inc.Append(lk, HigherIsWorse, lat[n-1])
+		if n%7 != 0 && n != len(errs) {
+			continue
+		}
+		got := inc.Result()
+		want, err := Analyze(Config{}, []Series{{Key: ek, Runs: errs[:n]}, {Key: lk, Runs: lat[:n]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %d runs: incremental %+v, from scratch %+v", n, got, want)
+		}
+		if n == len(errs) {
+			var at []int
+			for _, c := range got.Changes {
+				at = append(at, c.Run.Index)
+			}
+			if !reflect.DeepEqual(at, []int{121, 91, 201}) {
+				t.Errorf("changes at %v, want 121 (error rate), 91 and 201 (p95)", at)
+			}
+		}
+	}
+}
