@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/envelope-dev/envelope/internal/stats"
 )
@@ -112,7 +114,7 @@ type Config struct {
 // DefaultConfig is Otava's window and p-value with this package's
 // minimum segment and outlier rule.
 func DefaultConfig() Config {
-	return Config{Window: 50, PValue: 0.001, WeakFactor: 10, MinRuns: 3, OutlierZ: 4, Neighbours: 5, Confidence: 0.95}
+	return Config{Window: 50, PValue: 0.0002, WeakFactor: 10, MinRuns: 3, OutlierZ: 4, Neighbours: 5, Confidence: 0.95}
 }
 
 func (c Config) withDefaults() Config {
@@ -279,10 +281,7 @@ func (a *Analyzer) Result() Result {
 		idx int
 	}
 	// Each series' own merge pass at PValue, then the family's.
-	byS := make([][]int, len(a.order))
-	for i, k := range a.order {
-		byS[i] = a.series[k].changePoints()
-	}
+	byS := a.seriesChangePoints()
 	for {
 		var cs []cand
 		var ps []float64
@@ -317,6 +316,27 @@ func (a *Analyzer) Result() Result {
 	return res
 }
 
+// seriesChangePoints runs each series' own analysis, the series spread
+// over the machine's cores (each series' state is its own).
+func (a *Analyzer) seriesChangePoints() [][]int {
+	byS := make([][]int, len(a.order))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(a.order)) {
+		wg.Go(func() {
+			for i := range next {
+				byS[i] = a.series[a.order[i]].changePoints()
+			}
+		})
+	}
+	for i := range a.order {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return byS
+}
+
 // Analyze is the from-scratch analysis of complete series: the same
 // answer as appending their runs one at a time.
 func Analyze(cfg Config, series []Series) (Result, error) {
@@ -325,6 +345,16 @@ func Analyze(cfg Config, series []Series) (Result, error) {
 		return Result{}, err
 	}
 	for _, s := range series {
+		if len(s.Runs) == 0 {
+			continue
+		}
+		if _, ok := a.series[s.Key]; !ok {
+			ns := newSeries(s.Key, s.Polarity, a.cfg)
+			ns.runs = make([]Run, 0, len(s.Runs))
+			ns.y, ns.v = make([]float64, 0, len(s.Runs)), make([]float64, 0, len(s.Runs))
+			a.series[s.Key] = ns
+			a.order = append(a.order, s.Key)
+		}
 		for _, r := range s.Runs {
 			if err := a.Append(s.Key, s.Polarity, r); err != nil {
 				return Result{}, err

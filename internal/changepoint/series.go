@@ -24,26 +24,33 @@ type series struct {
 	// linear is set once a value ≤ 0 is seen (an error rate of 0): the
 	// series is then analysed as is instead of on the log scale.
 	linear bool
+	zConf  float64   // normal quantile of the intervals' confidence
 	y0     float64   // transformed first value, subtracted for precision
 	y      []float64 // transformed value minus y0
 	v      []float64 // the run's own sampling variance (transformed), NaN unknown
 
 	scale []float64 // per block: robust standard deviation of y
 	tau2  []float64 // per block: between-run variance
+	typ   []float64 // per block: a typical run's total variance
+	vc    []float64 // per block: median of own variance × count where known (NaN none)
+	iv    []float64 // per run: own sampling variance, known or imputed
 	sig2  []float64 // per run: total variance, between-run + own
 	z     []float64 // per run: signed distance from both sides, in σ (0 when not an outlier)
 
 	// Prefix sums over runs of the runs kept for testing (outliers
-	// excluded): count, Σw, Σw·y, Σw·y², with w = 1/sig2.
+	// excluded): count, Σw, Σw·y, Σw·y², with w = typ/sig2: a run
+	// weighs 1 unless its own sampling error differs from its peers'.
 	pn            []int
 	pw, pwy, pwy2 []float64
+	scratch       []float64     // reused for medians
 	windows       map[int][]int // weak change points by window start
 	dirty         int           // first run whose derived values are stale
 }
 
 func newSeries(k Key, pol Polarity, cfg Config) *series {
 	return &series{key: k, pol: pol, cfg: cfg, windows: map[int][]int{},
-		pn: []int{0}, pw: []float64{0}, pwy: []float64{0}, pwy2: []float64{0}}
+		zConf: stats.NormalQuantile(1 - (1-cfg.Confidence)/2),
+		pn:    []int{0}, pw: []float64{0}, pwy: []float64{0}, pwy2: []float64{0}}
 }
 
 func (s *series) step() int { return s.cfg.Window / 2 }
@@ -59,8 +66,7 @@ func (s *series) ownVar(r Run) float64 {
 	if !(r.Hi > 0) || !(r.Lo > 0) && !s.linear {
 		return math.NaN()
 	}
-	z := stats.NormalQuantile(1 - (1-s.cfg.Confidence)/2)
-	d := (s.transform(r.Hi) - s.transform(r.Lo)) / (2 * z)
+	d := (s.transform(r.Hi) - s.transform(r.Lo)) / (2 * s.zConf)
 	return d * d
 }
 
@@ -102,14 +108,23 @@ func (s *series) refresh() {
 	nb := (n + S - 1) / S
 	s.scale = resize(s.scale, nb)
 	s.tau2 = resize(s.tau2, nb)
+	s.vc = resize(s.vc, nb)
 	for b := firstBlock; b < nb; b++ {
 		s.blockScale(b)
 	}
 	first := max(0, min(firstBlock*S, from-h))
+	s.iv = resize(s.iv, n)
 	s.sig2 = resize(s.sig2, n)
 	s.z = resize(s.z, n)
 	for i := first; i < n; i++ {
-		s.sig2[i] = s.tau2[i/S] + s.imputedVar(i)
+		s.iv[i] = s.imputedVar(i)
+		s.sig2[i] = s.tau2[i/S] + s.iv[i]
+	}
+	s.typ = resize(s.typ, nb)
+	for b := firstBlock; b < nb; b++ {
+		lo, hi := s.blockRange(b)
+		s.scratch = append(s.scratch[:0], s.iv[lo:hi]...)
+		s.typ[b] = s.tau2[b] + median(s.scratch)
 	}
 	for i := first; i < n; i++ {
 		s.z[i] = s.outlierZ(i)
@@ -118,9 +133,12 @@ func (s *series) refresh() {
 	for i := first; i < n; i++ {
 		cn, w, wy, wy2 := 0, 0.0, 0.0, 0.0
 		if s.z[i] == 0 {
-			w = 1.0 // a block without spread: equal weights
-			if s.sig2[i] > 0 {
-				w = 1 / s.sig2[i]
+			// Weights relative to the block's typical run, so that the
+			// noise of each block's spread estimate never tilts one block
+			// against another: only a run's own error sets it apart.
+			w = 1.0
+			if s.sig2[i] > 0 && s.typ[i/S] > 0 {
+				w = s.typ[i/S] / s.sig2[i]
 			}
 			cn, wy, wy2 = 1, w*s.y[i], w*s.y[i]*s.y[i]
 		}
@@ -166,7 +184,7 @@ func (s *series) blockScale(b int) {
 		d = append(d, math.Abs(s.y[j+1]-s.y[j]))
 	}
 	if len(d) == 0 {
-		s.scale[b], s.tau2[b] = 0, 0
+		s.scale[b], s.tau2[b], s.vc[b] = 0, 0, math.NaN()
 		return
 	}
 	sd := 1.4826 * median(d) / math.Sqrt2
@@ -178,6 +196,16 @@ func (s *series) blockScale(b int) {
 		}
 	}
 	tau2 := sd * sd
+	s.scratch = s.scratch[:0]
+	for j := lo; j < hi; j++ {
+		if !math.IsNaN(s.v[j]) && s.runs[j].Count > 0 {
+			s.scratch = append(s.scratch, s.v[j]*float64(s.runs[j].Count))
+		}
+	}
+	s.vc[b] = math.NaN()
+	if len(s.scratch) > 0 {
+		s.vc[b] = median(s.scratch)
+	}
 	if len(own) > 0 {
 		// A run's own error never accounts for more than 3/4 of the spread:
 		// the between-run part is never assumed away.
@@ -198,17 +226,11 @@ func (s *series) imputedVar(i int) float64 {
 	if c <= 0 {
 		return 0
 	}
-	lo, hi := s.blockRange(i / s.step())
-	var vc []float64
-	for j := lo; j < hi; j++ {
-		if !math.IsNaN(s.v[j]) && s.runs[j].Count > 0 {
-			vc = append(vc, s.v[j]*float64(s.runs[j].Count))
-		}
-	}
-	if len(vc) == 0 {
+	vc := s.vc[i/s.step()]
+	if math.IsNaN(vc) {
 		return 0
 	}
-	return median(vc) / float64(c)
+	return vc / float64(c)
 }
 
 // outlierZ is how far run i lies from the runs on both sides of it, in
@@ -222,7 +244,8 @@ func (s *series) outlierZ(i int) float64 {
 	}
 	sd := s.scale[i/s.step()]
 	side := func(xs []float64) float64 {
-		d := s.y[i] - median(slices.Clone(xs))
+		s.scratch = append(s.scratch[:0], xs...)
+		d := s.y[i] - median(s.scratch)
 		v := s.sig2[i] + math.Pi/2*sd*sd/float64(len(xs))
 		if v <= 0 {
 			if d == 0 {
