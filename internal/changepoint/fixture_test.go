@@ -189,6 +189,34 @@ func TestHistoryFixture(t *testing.T) {
 	if slow < 2 {
 		t.Errorf("run 20 is an outlier in %d actor_get figures, want at least its median and average", slow)
 	}
+
+	// Drift since the first run against the envelope's 10% latency
+	// tolerance: the upload's +20% passes it, the actor's level (run 20
+	// aside) does not move.
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range historySeries(runs) {
+		for _, r := range s.Runs {
+			if err := a.Append(s.Key, s.Polarity, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		key  Key
+		over bool
+	}{{Key{"history-shared", "median", "document_upload"}, true}, {Key{"history-shared", "median", "actor_get"}, false}} {
+		d, err := a.Drift(tc.key, 1, 0.10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("drift of %s since run 1: %+.1f%% [%+.1f%%, %+.1f%%] over %d runs, over tolerance %v", tc.key, 100*d.Change, 100*d.CI[0], 100*d.CI[1], d.Runs, d.OverTolerance)
+		if d.OverTolerance != tc.over || (tc.over && d.Direction != Regression) {
+			t.Errorf("drift of %s: %+v", tc.key, d)
+		}
+	}
 }
 
 // Appending the runs one at a time, and reading the result after each,

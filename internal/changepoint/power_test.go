@@ -423,6 +423,13 @@ func BenchmarkPowerTable(b *testing.B) {
 	for b.Loop() {
 		rows := measurePower(b, g, scs, seedsFrom(1, 200), true)
 		b.Logf("\n%s\n%s", g.describe(), powerTable(rows, scs))
+		// Otava's defaults on the 30 real runs, for comparison with
+		// TestHistoryFixture.
+		for _, s := range historySeries(runs) {
+			for _, c := range otavaInfo(s, len(s.Runs)) {
+				b.Logf("Otava on the real runs: %s at run %d, %s", c.key, c.index+1, c.dir)
+			}
+		}
 	}
 }
 

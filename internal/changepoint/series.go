@@ -130,6 +130,13 @@ func (s *series) refresh() {
 		s.z[i] = s.outlierZ(i)
 	}
 	s.pn, s.pw, s.pwy, s.pwy2 = s.pn[:first+1], s.pw[:first+1], s.pwy[:first+1], s.pwy2[:first+1]
+	if cap(s.pn) < n+1 {
+		c := max(n+1, 2*cap(s.pn))
+		s.pn = append(make([]int, 0, c), s.pn...)
+		s.pw = append(make([]float64, 0, c), s.pw...)
+		s.pwy = append(make([]float64, 0, c), s.pwy...)
+		s.pwy2 = append(make([]float64, 0, c), s.pwy2...)
+	}
 	for i := first; i < n; i++ {
 		cn, w, wy, wy2 := 0, 0.0, 0.0, 0.0
 		if s.z[i] == 0 {
@@ -159,7 +166,9 @@ func resize(xs []float64, n int) []float64 {
 	if cap(xs) >= n {
 		return xs[:n]
 	}
-	return append(xs[:cap(xs)], make([]float64, n-cap(xs))...)
+	out := make([]float64, n, max(n, 2*cap(xs)))
+	copy(out, xs)
+	return out
 }
 
 // blockRange is the runs a block's scale is estimated from: the block
@@ -242,6 +251,16 @@ func (s *series) outlierZ(i int) float64 {
 	if i-lo < 2 || hi-i-1 < 2 {
 		return 0
 	}
+	// A median lies above its smallest value: a run within the outlier
+	// distance of the least (greatest) run on either side cannot be an
+	// outlier upward (downward), and most runs stop here.
+	thr := s.cfg.OutlierZ * math.Sqrt(max(s.sig2[i], 0))
+	yi := s.y[i]
+	lmin, lmax := minMax(s.y[lo:i])
+	rmin, rmax := minMax(s.y[i+1 : hi])
+	if !(yi > lmin+thr && yi > rmin+thr) && !(yi < lmax-thr && yi < rmax-thr) {
+		return 0
+	}
 	sd := s.scale[i/s.step()]
 	side := func(xs []float64) float64 {
 		s.scratch = append(s.scratch[:0], xs...)
@@ -267,6 +286,14 @@ func (s *series) outlierZ(i int) float64 {
 		return 0
 	}
 	return z
+}
+
+func minMax(xs []float64) (lo, hi float64) {
+	lo, hi = xs[0], xs[0]
+	for _, x := range xs[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
 }
 
 func median(xs []float64) float64 {
