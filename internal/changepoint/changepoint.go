@@ -60,9 +60,9 @@ const (
 // Key names one series: a figure of a test, aggregate (Endpoint empty)
 // or of one endpoint.
 type Key struct {
-	Test     string
-	Figure   string
-	Endpoint string
+	Test     string `json:"-"`
+	Figure   string `json:"figure"`
+	Endpoint string `json:"endpoint"`
 }
 
 func (k Key) String() string {
@@ -74,6 +74,12 @@ func (k Key) String() string {
 
 // Run is one run's value of a series.
 type Run struct {
+	// Index is the run's 1-based place in the analysed line, for a series
+	// that lacks some of the line's runs (an endpoint a run did not
+	// call); 0 means its place in the series.
+	Index int
+	// TestID is the run's id, passed through to the results.
+	TestID string
 	// Commit identifies the run in change-point ids; the caller's run id
 	// when commits repeat.
 	Commit string
@@ -161,13 +167,14 @@ func (c Config) validate() error {
 // order.
 type RunRef struct {
 	Index  int    `json:"index"`
+	TestID string `json:"testid,omitempty"`
 	Commit string `json:"commit,omitempty"`
 }
 
 // Change is a change point: the run at which a series' level changed.
 type Change struct {
-	ID        string    `json:"id"`
-	Key       Key       `json:"-"`
+	ID string `json:"id"`
+	Key
 	Run       RunRef    `json:"run"`
 	Direction Direction `json:"direction"`
 	// Before and After are the levels of the segments on each side
@@ -184,7 +191,7 @@ type Change struct {
 
 // Outlier is a lone run far from the runs on both sides of it.
 type Outlier struct {
-	Key       Key       `json:"-"`
+	Key
 	Run       RunRef    `json:"run"`
 	Direction Direction `json:"direction"`
 	Value     float64   `json:"value"`
@@ -239,6 +246,9 @@ func New(cfg Config) (*Analyzer, error) {
 func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
 	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
 		return fmt.Errorf("%s run %d (%s): value %v: %w, want a finite number ≥ 0", k, a.Len(k)+1, r.Commit, r.Value, ErrBadValue)
+	}
+	if r.Index < 0 || r.Index > 0 && a.Len(k) > 0 && r.Index <= a.series[k].ref(a.Len(k)-1).Index {
+		return fmt.Errorf("%s run %d (%s): index %d: %w, want indices rising in commit order", k, a.Len(k)+1, r.Commit, r.Index, ErrBadValue)
 	}
 	if r.Count < 0 {
 		return fmt.Errorf("%s run %d (%s): count %d: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Count, ErrBadValue)

@@ -1,6 +1,7 @@
 package changepoint
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -273,5 +274,57 @@ func TestIncrementalLinearAndLong(t *testing.T) {
 				t.Errorf("changes at %v, want 121 (error rate), 91 and 201 (p95)", at)
 			}
 		}
+	}
+}
+
+// A series that lacks some of the line's runs (an endpoint some runs did
+// not call) places its change points, outliers and drift by the line's
+// run index, and the JSON carries the contract's fields.
+func TestLineIndexAndJSON(t *testing.T) {
+	k := Key{"t", "p95", "upload"}
+	runs := level(60, 100, 0.03, 23, func(i int) float64 { return step(i, 30, 1.3) * spike(i, 45, 1.8) })
+	a, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		r.Index = 2*i + 1 // every other run of the line
+		r.TestID = "run-" + r.Commit
+		if err := a.Append(k, HigherIsWorse, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Append(k, HigherIsWorse, Run{Index: 3, Value: 1}); !errors.Is(err, ErrBadValue) {
+		t.Errorf("an index going back: err = %v", err)
+	}
+	res := a.Result()
+	if len(res.Changes) != 1 || res.Changes[0].Run.Index != 61 || res.Changes[0].Run.TestID != "run-"+commitName(30) {
+		t.Fatalf("changes %+v, want one at line run 61", res.Changes)
+	}
+	if len(res.Outliers) != 1 || res.Outliers[0].Run.Index != 91 {
+		t.Fatalf("outliers %+v, want one at line run 91", res.Outliers)
+	}
+	d, err := a.Drift(k, 62, 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Since.Index != 63 || d.OverTolerance {
+		t.Errorf("drift %+v, want since line run 63, flat", d)
+	}
+	b, err := json.Marshal(res.Changes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"id", "figure", "endpoint", "run", "direction", "before", "after", "change", "p"} {
+		if _, ok := got[f]; !ok {
+			t.Errorf("JSON %s lacks %q", b, f)
+		}
+	}
+	if run := got["run"].(map[string]any); run["index"] != 61.0 || run["testid"] == nil || run["commit"] == nil {
+		t.Errorf("JSON run %v", run)
 	}
 }

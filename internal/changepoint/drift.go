@@ -17,7 +17,7 @@ const MaxDriftRuns = 1000
 // the Theil-Sen slope over the runs since (outlier runs left out),
 // accumulated to the last run.
 type Drift struct {
-	Key   Key    `json:"-"`
+	Key
 	Since RunRef `json:"since"`
 	// Runs is the number of runs the slope rests on.
 	Runs int `json:"runs"`
@@ -34,46 +34,57 @@ type Drift struct {
 	OverTolerance bool `json:"over_tolerance"`
 }
 
-// Drift estimates series k's drift from run since (1-based) to its last
-// run against a tolerance (a relative change, e.g. the envelope's 0.10
-// latency rise).
-func (a *Analyzer) Drift(k Key, since int, tolerance float64) (Drift, error) {
+// Drift estimates series k's drift from run since (1-based index in the
+// line, see Run.Index) to its last run against a tolerance (a relative
+// change, e.g. the envelope's 0.10 latency rise).
+func (a *Analyzer) Drift(k Key, sinceIndex int, tolerance float64) (Drift, error) {
 	s, ok := a.series[k]
 	if !ok {
 		return Drift{}, fmt.Errorf("no series %s", k)
 	}
 	n := len(s.runs)
-	if since < 1 || since > n {
-		return Drift{}, fmt.Errorf("%s: run %d is outside the %d runs", k, since, n)
+	// since is the 1-based place in the series of the first run at or
+	// after sinceIndex.
+	since := 0
+	for i := range n {
+		if s.ref(i).Index >= sinceIndex {
+			since = i + 1
+			break
+		}
+	}
+	if sinceIndex < 1 || since == 0 {
+		return Drift{}, fmt.Errorf("%s: run %d is outside its %d runs", k, sinceIndex, n)
 	}
 	if !(tolerance >= 0) {
 		return Drift{}, fmt.Errorf("tolerance %v: want a relative change ≥ 0", tolerance)
 	}
 	s.refresh()
-	var xs []int
+	// The kept runs since, placed by their index in the line.
+	var xs, ys []float64
 	for i := since - 1; i < n; i++ {
 		if s.z[i] == 0 {
-			xs = append(xs, i)
+			xs, ys = append(xs, float64(s.ref(i).Index)), append(ys, s.y[i])
 		}
 	}
 	if len(xs) > MaxDriftRuns {
-		xs = xs[len(xs)-MaxDriftRuns:]
+		xs, ys = xs[len(xs)-MaxDriftRuns:], ys[len(ys)-MaxDriftRuns:]
 	}
 	if len(xs) < 3 {
-		return Drift{}, fmt.Errorf("%s: %d runs since run %d, a drift needs at least 3", k, len(xs), since)
+		return Drift{}, fmt.Errorf("%s: %d runs since run %d, a drift needs at least 3", k, len(xs), sinceIndex)
 	}
-	slope, lo, hi := theilSen(xs, s.y, s.cfg.Confidence)
-	span := float64(n - since)
-	d := Drift{Key: k, Since: RunRef{Index: since, Commit: s.runs[since-1].Commit}, Runs: len(xs)}
+	slope, lo, hi := theilSen(xs, ys, s.cfg.Confidence)
+	x0 := float64(s.ref(since - 1).Index)
+	span := float64(s.ref(n-1).Index) - x0
+	d := Drift{Key: k, Since: s.ref(since - 1), Runs: len(xs)}
 	rel := func(b float64) float64 { return math.Expm1(b * span) }
 	d.PerRun = math.Expm1(slope)
 	if s.linear {
 		// The level at the since run along the line: the median intercept.
 		icpt := make([]float64, len(xs))
-		for j, i := range xs {
-			icpt[j] = s.y[i] - slope*float64(i)
+		for j := range xs {
+			icpt[j] = ys[j] - slope*xs[j]
 		}
-		base := median(icpt) + slope*float64(since-1) + s.y0
+		base := median(icpt) + slope*x0 + s.y0
 		rel = func(b float64) float64 { return b * span / base }
 		d.PerRun = slope / base
 		if base == 0 {
@@ -93,12 +104,12 @@ func (a *Analyzer) Drift(k Key, since int, tolerance float64) (Drift, error) {
 // theilSen is the median of the slopes of every pair of points and
 // Sen's distribution-free interval of it: the order statistics of the
 // sorted slopes at (N ∓ z·√(n(n−1)(2n+5)/18))/2, N the number of pairs.
-func theilSen(xs []int, y []float64, confidence float64) (slope, lo, hi float64) {
-	n := len(xs)
+func theilSen(x, y []float64, confidence float64) (slope, lo, hi float64) {
+	n := len(x)
 	sl := make([]float64, 0, n*(n-1)/2)
 	for a := range n {
 		for b := a + 1; b < n; b++ {
-			sl = append(sl, (y[xs[b]]-y[xs[a]])/float64(xs[b]-xs[a]))
+			sl = append(sl, (y[b]-y[a])/(x[b]-x[a]))
 		}
 	}
 	slices.Sort(sl)

@@ -437,6 +437,16 @@ func (s *series) neighbours(cps []int, cp int) (a, b int) {
 	return a, b
 }
 
+// ref places run i (0-based in the series) in the line.
+func (s *series) ref(i int) RunRef {
+	r := s.runs[i]
+	idx := r.Index
+	if idx == 0 {
+		idx = i + 1
+	}
+	return RunRef{Index: idx, TestID: r.TestID, Commit: r.Commit}
+}
+
 func (s *series) level(mean float64) float64 {
 	if s.linear {
 		return mean + s.y0
@@ -456,7 +466,7 @@ func (s *series) change(cps []int, cp int, p, q float64) Change {
 	commit := s.runs[cp].Commit
 	return Change{
 		ID: ChangeID(s.key, commit), Key: s.key,
-		Run:       RunRef{Index: cp + 1, Commit: commit},
+		Run:       s.ref(cp),
 		Direction: direction(s.pol, m2 > m1),
 		Before:    before, After: after, Change: rel, P: p, Q: q,
 	}
@@ -477,7 +487,7 @@ func (s *series) outliers(cps []int) []Outlier {
 			continue
 		}
 		lvl := s.level(m)
-		o := Outlier{Key: s.key, Run: RunRef{Index: i + 1, Commit: s.runs[i].Commit},
+		o := Outlier{Key: s.key, Run: s.ref(i),
 			Direction: direction(s.pol, z > 0), Value: s.runs[i].Value, SegmentMean: lvl,
 			Sigmas: (s.y[i] - m) / math.Sqrt(s.sig2[i])}
 		if lvl != 0 {
