@@ -181,7 +181,9 @@ type Change struct {
 	// (geometric means for positive figures), in the figure's unit.
 	Before float64 `json:"before"`
 	After  float64 `json:"after"`
-	// Change is After/Before − 1.
+	// Delta is After − Before; Change is After/Before − 1, 0 when Before
+	// is 0 (an error rate rising from none).
+	Delta  float64 `json:"delta"`
 	Change float64 `json:"change"`
 	// P is the t-test's p-value of the two segments; Q the same adjusted
 	// for the false discovery rate across the test's series.
@@ -197,9 +199,10 @@ type Outlier struct {
 	Value     float64   `json:"value"`
 	// SegmentMean is the level of the segment the run lies in, without it.
 	SegmentMean float64 `json:"segment_mean"`
-	// Change is Value/SegmentMean − 1; Sigmas how many of the run's
-	// standard deviations (between-run and its own sampling error) it
-	// lies from the segment.
+	// Change is Value/SegmentMean − 1 (0 when the level is 0); Sigmas
+	// how many of the run's standard deviations (between-run and its own
+	// sampling error) it lies from the segment, 0 when the series shows
+	// no spread at all.
 	Change float64 `json:"change"`
 	Sigmas float64 `json:"sigmas"`
 }

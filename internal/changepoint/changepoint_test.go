@@ -328,3 +328,55 @@ func TestLineIndexAndJSON(t *testing.T) {
 		t.Errorf("JSON run %v", run)
 	}
 }
+
+// Whatever the values, appending, analysing and encoding never fail
+// beyond a refused value, and the incremental answer stays the
+// from-scratch one.
+func FuzzAnalyze(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 200, 12, 12, 12, 12, 0, 0, 0, 0, 40, 40, 40, 40, 40, 40})
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 5})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 400 {
+			return
+		}
+		var runs []Run
+		for i := 0; i+1 < len(data); i += 2 {
+			v := float64(data[i]) * math.Pow(10, float64(int(data[i+1]%7)-3))
+			r := Run{Commit: commitName(i / 2), Value: v, Count: int64(data[i+1])}
+			if data[i+1]%3 == 0 {
+				r.Lo, r.Hi = v*0.9, v*1.1
+			}
+			runs = append(runs, r)
+		}
+		keys := []Key{{"t", "p95", ""}, {"t", "rps", ""}}
+		inc, _ := New(Config{Window: 12})
+		for n, r := range runs {
+			for _, k := range keys {
+				if err := inc.Append(k, FigurePolarity(k.Figure), r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n%5 == 0 {
+				inc.Result()
+			}
+		}
+		got := inc.Result()
+		want, err := Analyze(Config{Window: 12}, []Series{{Key: keys[0], Runs: runs}, {Key: keys[1], Polarity: LowerIsWorse, Runs: runs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("incremental %+v, from scratch %+v", got, want)
+		}
+		if _, err := json.Marshal(got); err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) > 0 {
+			if d, err := inc.Drift(keys[0], 1, 0.1); err == nil {
+				if _, err := json.Marshal(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+}

@@ -85,12 +85,11 @@ func (a *Analyzer) Drift(k Key, sinceIndex int, tolerance float64) (Drift, error
 			icpt[j] = ys[j] - slope*xs[j]
 		}
 		base := median(icpt) + slope*x0 + s.y0
+		if !(base > 0) {
+			return Drift{}, fmt.Errorf("%s: level %v at run %d: a relative drift needs a level above 0", k, base, sinceIndex)
+		}
 		rel = func(b float64) float64 { return b * span / base }
 		d.PerRun = slope / base
-		if base == 0 {
-			rel = func(float64) float64 { return math.NaN() }
-			d.PerRun = math.NaN()
-		}
 	}
 	d.Change, d.CI = rel(slope), [2]float64{rel(lo), rel(hi)}
 	if d.CI[0] > d.CI[1] {

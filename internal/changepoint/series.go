@@ -459,7 +459,7 @@ func (s *series) change(cps []int, cp int, p, q float64) Change {
 	_, _, m1, _ := s.segment(a, cp)
 	_, _, m2, _ := s.segment(cp, b)
 	before, after := s.level(m1), s.level(m2)
-	rel := math.NaN()
+	rel := 0.0 // undefined from a level of 0 (an error rate without errors): see Delta
 	if before != 0 {
 		rel = after/before - 1
 	}
@@ -468,7 +468,7 @@ func (s *series) change(cps []int, cp int, p, q float64) Change {
 		ID: ChangeID(s.key, commit), Key: s.key,
 		Run:       s.ref(cp),
 		Direction: direction(s.pol, m2 > m1),
-		Before:    before, After: after, Change: rel, P: p, Q: q,
+		Before:    before, After: after, Delta: after - before, Change: rel, P: p, Q: q,
 	}
 }
 
@@ -489,7 +489,10 @@ func (s *series) outliers(cps []int) []Outlier {
 		lvl := s.level(m)
 		o := Outlier{Key: s.key, Run: s.ref(i),
 			Direction: direction(s.pol, z > 0), Value: s.runs[i].Value, SegmentMean: lvl,
-			Sigmas: (s.y[i] - m) / math.Sqrt(s.sig2[i])}
+		}
+		if s.sig2[i] > 0 {
+			o.Sigmas = (s.y[i] - m) / math.Sqrt(s.sig2[i])
+		}
 		if lvl != 0 {
 			o.Change = s.runs[i].Value/lvl - 1
 		}
