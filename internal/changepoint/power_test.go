@@ -12,9 +12,9 @@ import (
 // scenario is one simulated history: its effects and what must be found.
 type scenario struct {
 	name string
-	// shift is the log change of series k at run i (0-based); draw is a
+	// effect is what the scenario changes in run i (0-based); draw is a
 	// uniform number drawn once per run.
-	shift func(k Key, i int, draw float64) float64
+	effect func(i int, draw float64) runEffect
 	// truths are the changes to find: the series, the first run at the
 	// new level (0-based), the direction.
 	truths []truth
@@ -28,10 +28,29 @@ type scenario struct {
 	// one (series, run at or within the minimum segment after, direction)
 	// is true, any other is false.
 	moves []move
-	// ignore: series whose change points are neither true nor false (the
-	// aggregate figures, which the figure-level model does not move with
-	// an endpoint).
+	// ignore: series whose change points are neither true nor false (a
+	// drifting series, where any level is right for a while).
 	ignore func(k Key) bool
+}
+
+// runEffect is what a scenario changes in one run, in the terms a run
+// simulator takes: a latency factor per endpoint and a throughput
+// factor.
+type runEffect struct {
+	latency    map[string]float64 // endpoint → factor; absent is 1
+	throughput float64            // 0 is unchanged
+}
+
+func noEffect(int, float64) runEffect { return runEffect{} }
+
+// stepEffect multiplies endpoint ep's latency by f from run at on.
+func stepEffect(ep string, at int, f float64) func(int, float64) runEffect {
+	return func(i int, _ float64) runEffect {
+		if i < at {
+			return runEffect{}
+		}
+		return runEffect{latency: map[string]float64{ep: f}}
+	}
 }
 
 type move struct {
@@ -67,69 +86,69 @@ func aggregateLatency(k Key) bool { return k.Endpoint == "" && isLatency(k.Figur
 
 func either(a, b func(Key) bool) func(Key) bool { return func(k Key) bool { return a(k) || b(k) } }
 
-func stepShift(sel func(Key) bool, at int, factor float64) func(Key, int, float64) float64 {
-	return func(k Key, i int, _ float64) float64 {
-		if sel(k) && i >= at {
-			return math.Log(factor)
-		}
-		return 0
-	}
-}
-
 func hk(figure, ep string) Key { return Key{"history-shared", figure, ep} }
 
 func powerScenarios() []scenario {
 	actor := endpointLatency("actor_get")
+	// An endpoint's latency moves its own latency figures and the
+	// aggregate's.
+	moved := func(ep string) func(Key) bool { return either(endpointLatency(ep), aggregateLatency) }
 	stepAt := func(name string, ep string, factor float64) scenario {
-		return scenario{name: name, shift: stepShift(endpointLatency(ep), 40, factor), outlier: -1, ignore: aggregateLatency,
-			moves:  []move{{endpointLatency(ep), 40, Regression}},
+		return scenario{name: name, effect: stepEffect(ep, 40, factor), outlier: -1,
+			moves:  []move{{moved(ep), 40, Regression}},
 			truths: []truth{{hk("p95", ep), 40, Regression}, {hk("median", ep), 40, Regression}}}
 	}
+	rates := func(k Key) bool { return k.Figure == "rps" || k.Figure == "iterations_per_s" }
 	driftKey := hk("median", "actor_get")
 	return []scenario{
-		{name: "no change", shift: func(Key, int, float64) float64 { return 0 }, outlier: -1},
+		{name: "no change", effect: noEffect, outlier: -1},
 		stepAt("actor_get +5% from run 41", "actor_get", 1.05),
 		stepAt("actor_get +10% from run 41", "actor_get", 1.10),
 		stepAt("actor_get +20% from run 41", "actor_get", 1.20),
 		stepAt("auth_login +20% from run 41 (341 requests/run)", "auth_login", 1.20),
 		{name: "throughput −3% from run 41", outlier: -1,
-			shift:  stepShift(func(k Key) bool { return k.Figure == "rps" || k.Figure == "iterations_per_s" }, 40, 0.97),
-			moves:  []move{{func(k Key) bool { return k.Figure == "rps" || k.Figure == "iterations_per_s" }, 40, Regression}},
+			effect: func(i int, _ float64) runEffect {
+				if i < 40 {
+					return runEffect{}
+				}
+				return runEffect{throughput: 0.97}
+			},
+			moves:  []move{{rates, 40, Regression}},
 			truths: []truth{{hk("rps", ""), 40, Regression}, {hk("iterations_per_s", ""), 40, Regression}}},
 		{name: "one outlier run (run 41: actor_get ×1.6)", outlier: 40,
-			shift: func(k Key, i int, _ float64) float64 {
-				switch {
-				case i != 40:
-					return 0
-				case actor(k):
-					return math.Log(1.6)
-				case k == hk("median", ""):
-					return math.Log(1.45)
-				case k == hk("avg", ""):
-					return math.Log(1.1)
+			effect: func(i int, _ float64) runEffect {
+				if i != 40 {
+					return runEffect{}
 				}
-				return 0
+				return runEffect{latency: map[string]float64{"actor_get": 1.6}}
 			}},
-		{name: "two steps 5 runs apart (actor_get +20% from runs 36 and 41)", outlier: -1, ignore: aggregateLatency,
-			shift: func(k Key, i int, d float64) float64 {
-				return stepShift(actor, 35, 1.2)(k, i, d) + stepShift(actor, 40, 1.2)(k, i, d)
+		{name: "two steps 5 runs apart (actor_get +20% from runs 36 and 41)", outlier: -1,
+			effect: func(i int, _ float64) runEffect {
+				f := 1.0
+				if i >= 35 {
+					f *= 1.2
+				}
+				if i >= 40 {
+					f *= 1.2
+				}
+				return runEffect{latency: map[string]float64{"actor_get": f}}
 			},
-			moves: []move{{actor, 35, Regression}, {actor, 40, Regression}},
+			moves: []move{{moved("actor_get"), 35, Regression}, {moved("actor_get"), 40, Regression}},
 			truths: []truth{{hk("p95", "actor_get"), 35, Regression}, {hk("median", "actor_get"), 35, Regression},
 				{hk("p95", "actor_get"), 40, Regression}, {hk("median", "actor_get"), 40, Regression}}},
 		{name: "drift +1%/run from run 31 (actor_get)", outlier: -1, drift: &driftKey, driftFrom: 30, ignore: either(actor, aggregateLatency),
-			shift: func(k Key, i int, _ float64) float64 {
-				if actor(k) && i >= 30 {
-					return float64(i-29) * math.Log(1.01)
+			effect: func(i int, _ float64) runEffect {
+				if i < 30 {
+					return runEffect{}
 				}
-				return 0
+				return runEffect{latency: map[string]float64{"actor_get": math.Pow(1.01, float64(i-29))}}
 			}},
 		{name: "bimodal endpoint (auth_login ×1.15 on half the runs)", outlier: -1,
-			shift: func(k Key, _ int, draw float64) float64 {
-				if endpointLatency("auth_login")(k) && draw < 0.5 {
-					return math.Log(1.15)
+			effect: func(_ int, draw float64) runEffect {
+				if draw < 0.5 {
+					return runEffect{latency: map[string]float64{"auth_login": 1.15}}
 				}
-				return 0
+				return runEffect{}
 			}},
 	}
 }
