@@ -182,7 +182,7 @@ func TestHistoryFixture(t *testing.T) {
 	slow := 0
 	for _, o := range res.Outliers {
 		t.Logf("outlier %s at run %d, %s %.4g against %.4g (%+.1f%%, %.1fσ)", o.Key, o.Run.Index, o.Direction, o.Value, o.SegmentMean, 100*o.Change, o.Sigmas)
-		if o.Run.Index == 20 && o.Key.Endpoint == "actor_get" && o.Direction == Regression {
+		if o.Run.Index == 20 && o.Endpoint == "actor_get" && o.Direction == Regression {
 			slow++
 		}
 	}

@@ -293,7 +293,7 @@ func measureOurs(tb testing.TB, row *powerRow, sc scenario, h []Series) {
 	}
 	row.record(sc, cps, delay)
 	for _, o := range res.Outliers {
-		if o.Run.Index-1 == sc.outlier && o.Key.Endpoint == "actor_get" && (o.Key.Figure == "median" || o.Key.Figure == "p95") {
+		if o.Run.Index-1 == sc.outlier && o.Endpoint == "actor_get" && (o.Figure == "median" || o.Figure == "p95") {
 			row.outlierFound++
 			break
 		}
