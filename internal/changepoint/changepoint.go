@@ -209,7 +209,8 @@ type Outlier struct {
 
 // ChangeID is a change point's stable id: the same test, figure,
 // endpoint and commit always give the same id, so a stored status
-// (acknowledged, expected…) finds its change again.
+// (acknowledged, expected…) finds its change again. A run without a
+// commit is named by its test id, else by "#" and its index.
 func ChangeID(k Key, commit string) string {
 	h := sha256.Sum256([]byte(strings.Join([]string{k.Test, k.Figure, k.Endpoint, commit}, "\x00")))
 	return hex.EncodeToString(h[:8])

@@ -1,6 +1,7 @@
 package changepoint
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -463,9 +464,17 @@ func (s *series) change(cps []int, cp int, p, q float64) Change {
 	if before != 0 {
 		rel = after/before - 1
 	}
-	commit := s.runs[cp].Commit
+	ref := s.ref(cp)
+	// A run without a commit is named by its test id, else its index.
+	name := ref.Commit
+	if name == "" {
+		name = ref.TestID
+	}
+	if name == "" {
+		name = fmt.Sprintf("#%d", ref.Index)
+	}
 	return Change{
-		ID: ChangeID(s.key, commit), Key: s.key,
+		ID: ChangeID(s.key, name), Key: s.key,
 		Run:       s.ref(cp),
 		Direction: direction(s.pol, m2 > m1),
 		Before:    before, After: after, Delta: after - before, Change: rel, P: p, Q: q,
