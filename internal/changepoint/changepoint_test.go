@@ -385,3 +385,22 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	})
 }
+
+// A run without a commit names its change by its test id, else by its
+// index.
+func TestChangeIDWithoutCommit(t *testing.T) {
+	k := Key{"t", "p95", ""}
+	for _, tc := range []struct {
+		testID, want string
+	}{{"run-41", ChangeID(k, "run-41")}, {"", ChangeID(k, "#41")}} {
+		runs := level(60, 100, 0.03, 2, func(i int) float64 { return step(i, 40, 1.2) })
+		for i := range runs {
+			runs[i].Commit, runs[i].TestID = "", ""
+		}
+		runs[40].TestID = tc.testID
+		res := analyzeOne(t, Config{}, k, runs)
+		if len(res.Changes) != 1 || res.Changes[0].ID != tc.want {
+			t.Errorf("test id %q: changes %+v, want id %s", tc.testID, res.Changes, tc.want)
+		}
+	}
+}
