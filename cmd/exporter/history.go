@@ -43,6 +43,7 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	c.historyBranchesCommand(cmd, f)
 	c.historyCompareCommand(cmd, f)
 	c.historyChangesCommands(cmd, f)
+	c.historyRebaselineCommand(cmd, f)
 }
 
 // open opens the history the flags name.

@@ -60,8 +60,8 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 		if err != nil {
 			return withCode(codeError, err)
 		}
-		c.printf("change %s (%s, %s at run %s, commit %s): %s%s\n", ch.ID, seriesName(ch.Endpoint, ch.Figure), ch.Direction,
-			dashed(ch.TestID), dashed(ch.Commit), ch.Status, noteText(ch.Note))
+		c.printf("change %s (%s, %s at run %d, commit %s): %s%s\n", ch.ID, seriesName(ch.Endpoint, ch.Figure), ch.Direction,
+			ch.RunIndex, dashed(ch.Commit), ch.Status, noteText(ch.Note))
 		return nil
 	}))
 }

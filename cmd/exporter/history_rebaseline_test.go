@@ -1,0 +1,118 @@
+//go:build !serveonly
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
+)
+
+// TestHistoryRebaseline records the 30 real runs' summaries, accepts the
+// upload's step as expected and re-baselines: the envelope rests on runs
+// 11-30 without the outlier run 20 and equals, to the six digits the file
+// keeps, what baseline derives from those runs' files with the current
+// envelope's settings; compare, rules and serve accept it.
+func TestHistoryRebaseline(t *testing.T) {
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "history.db")
+	fx := fixtures.Path(t, "k6/history-v2.2.0")
+	run := func(i int) string { return filepath.Join(fx, fmt.Sprintf("run-%02d.summary.json", i)) }
+	var first, after []string
+	for i := 1; i <= 30; i++ {
+		switch {
+		case i <= 10:
+			first = append(first, run(i))
+		case i != 20:
+			after = append(after, run(i))
+		}
+	}
+	old := filepath.Join(dir, "current.yaml")
+	mustRun(t, append([]string{"baseline", "--name", "mix", "--match", `envelope="mix"`, "--out", old}, first...)...)
+	mustRun(t, "history", "--history", dsn, "--test", "mix", "import", "--pattern", "*.summary.json", fx)
+	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
+		t.Errorf("rebaseline before any change was accepted: exit %d: %s", code, se)
+	}
+	rep := changesJSON(t, dsn, 1)
+	id := ""
+	for _, c := range rep.Changes {
+		if c.Endpoint == "document_upload" && c.Figure == "p95" {
+			id = c.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no upload p95 change: %+v", rep.Changes)
+	}
+	mustRun(t, "history", "--history", dsn, "ack", id, "--status", "expected", "--note", "larger documents")
+	newEnv := filepath.Join(dir, "new.yaml")
+	out := mustRun(t, "history", "--history", dsn, "rebaseline", "--envelope", old, "--out", newEnv)
+	if !strings.Contains(out, "runs 11-30, 19 runs; outlier runs left out: 20") || !strings.Contains(out, "document_upload.p95 (band max)") {
+		t.Errorf("rebaseline said:\n%s", out)
+	}
+	want := filepath.Join(dir, "want.json")
+	mustRun(t, append([]string{"baseline", "--name", "mix", "--match", `envelope="mix"`, "--format", "json", "--out", want}, after...)...)
+	got := filepath.Join(dir, "got.json")
+	mustRun(t, "history", "--history", dsn, "rebaseline", "--since", id, "--envelope", old, "--format", "json", "--out", got)
+	sameJSON(t, readJSON(t, want), readJSON(t, got), "envelope")
+
+	if code, so, se := captureRun(t, "compare", "--envelope", newEnv, run(25)); code != 0 {
+		t.Errorf("compare against the new envelope: exit %d\n%s%s", code, so, se)
+	}
+	mustRun(t, "rules", "--envelope", newEnv, "--out", filepath.Join(dir, "rules"))
+	readmeServe(t, []string{"serve", "--envelope", newEnv, "--k6.results", filepath.Join(fx, "run-25.ndjson.gz")})
+}
+
+func readJSON(t *testing.T, path string) any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sameJSON compares two decoded JSON values, numbers to the relative
+// 1e-5 of six significant digits (a mean of rounded run values may differ
+// in its last digit).
+func sameJSON(t *testing.T, want, got any, at string) {
+	t.Helper()
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok || len(g) != len(w) {
+			t.Errorf("%s: got %v, want %v", at, got, want)
+			return
+		}
+		for k := range w {
+			sameJSON(t, w[k], g[k], at+"."+k)
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			t.Errorf("%s: got %v, want %v", at, got, want)
+			return
+		}
+		for i := range w {
+			sameJSON(t, w[i], g[i], fmt.Sprintf("%s[%d]", at, i))
+		}
+	case float64:
+		g, ok := got.(float64)
+		if !ok || math.Abs(g-w) > 1e-5*math.Abs(w) {
+			t.Errorf("%s: got %v, want %v", at, got, want)
+		}
+	default:
+		if got != want {
+			t.Errorf("%s: got %v, want %v", at, got, want)
+		}
+	}
+}
