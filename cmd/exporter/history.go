@@ -44,6 +44,7 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	c.historyCompareCommand(cmd, f)
 	c.historyChangesCommands(cmd, f)
 	c.historyRebaselineCommand(cmd, f)
+	c.historyReportCommand(cmd, f)
 }
 
 // open opens the history the flags name.

@@ -39,7 +39,13 @@ func TestHistoryRebaseline(t *testing.T) {
 	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
 		t.Errorf("rebaseline before any change was accepted: exit %d: %s", code, se)
 	}
-	rep := changesJSON(t, dsn, 1)
+	reportMD := filepath.Join(dir, "report", "history.md")
+	out := mustRun(t, "history", "--history", dsn, "report", "--envelope", old, "--out", reportMD)
+	if !strings.Contains(out, "30 runs, 29 series") {
+		t.Errorf("report said: %s", out)
+	}
+	checkHistoryReport(t, reportMD)
+	rep := changesJSON(t, dsn, 1) // the report reported nothing as new
 	id := ""
 	for _, c := range rep.Changes {
 		if c.Endpoint == "document_upload" && c.Figure == "p95" {
@@ -51,7 +57,7 @@ func TestHistoryRebaseline(t *testing.T) {
 	}
 	mustRun(t, "history", "--history", dsn, "ack", id, "--status", "expected", "--note", "larger documents")
 	newEnv := filepath.Join(dir, "new.yaml")
-	out := mustRun(t, "history", "--history", dsn, "rebaseline", "--envelope", old, "--out", newEnv)
+	out = mustRun(t, "history", "--history", dsn, "rebaseline", "--envelope", old, "--out", newEnv)
 	if !strings.Contains(out, "runs 11-30, 19 runs; outlier runs left out: 20") || !strings.Contains(out, "document_upload.p95 (band max)") {
 		t.Errorf("rebaseline said:\n%s", out)
 	}
@@ -113,6 +119,32 @@ func sameJSON(t *testing.T, want, got any, at string) {
 	default:
 		if got != want {
 			t.Errorf("%s: got %v, want %v", at, got, want)
+		}
+	}
+}
+
+// checkHistoryReport: the report lists the upload's change point and the
+// outlier run, and has a light and a dark chart of every series.
+func checkHistoryReport(t *testing.T, md string) {
+	t.Helper()
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"# Run history: mix", "## Change points", "| `document_upload.p95` | 11 |", "regression", "## Outlier runs", "| 20 |", "`actor_get.avg`", "## Drift", "envelope mix's band"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(s, "<picture>"); n != 29 {
+		t.Errorf("report has %d charts, want one per series (29)", n)
+	}
+	for _, theme := range []string{"light", "dark"} {
+		for _, name := range []string{"history-document_upload.p95.png", "history-rps.png", "history-actor_get.avg.png"} {
+			if fi, err := os.Stat(filepath.Join(filepath.Dir(md), "charts", theme, name)); err != nil || fi.Size() < 5000 {
+				t.Errorf("chart %s/%s: %v", theme, name, err)
+			}
 		}
 	}
 }
