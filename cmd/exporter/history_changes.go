@@ -32,7 +32,7 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 		if err != nil {
 			return err
 		}
-		rep, err := c.analyseChanges(f, *since, tol, true)
+		rep, err := c.analyseChanges(f, *since, &tol, true)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func driftTolerance(path string) (envelope.Tolerance, error) {
 
 // analyseChanges analyses the main line and joins the stored lifecycle;
 // with record, the new change points are stored as reported.
-func (c *cli) analyseChanges(f historyFlags, since string, tol envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+func (c *cli) analyseChanges(f historyFlags, since string, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
 	ctx := context.Background()
 	s, err := f.open(ctx)
 	if err != nil {
@@ -102,7 +102,7 @@ func (c *cli) analyseChanges(f historyFlags, since string, tol envelope.Toleranc
 }
 
 // analyseStore is analyseChanges on an open store.
-func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, tol envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
 	an, err := s.Analyze(ctx, l, changepoint.Config{})
 	if err != nil {
 		return nil, withCode(codeError, err)
@@ -280,7 +280,7 @@ func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *history.Sto
 			continue
 		}
 		seen[r.Test] = true
-		rep, err := analyseStore(ctx, s, history.Line{Test: r.Test, MainBranch: f.mainBranchName()}, "", envelope.DefaultTolerance(), false)
+		rep, err := analyseStore(ctx, s, history.Line{Test: r.Test, MainBranch: f.mainBranchName()}, "", nil, false)
 		if err != nil {
 			// The runs are recorded; only the look at them failed.
 			c.printf("change points of %s: not analysed: %v\n", r.Test, err)

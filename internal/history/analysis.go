@@ -1,8 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
@@ -34,27 +37,19 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 	if err != nil {
 		return nil, err
 	}
-	index := make(map[int64]int, len(runs))
-	for i, r := range runs {
-		index[r.ID] = i + 1
+	series, err := s.lineFigures(ctx, l, runs)
+	if err != nil {
+		return nil, err
 	}
 	keys, err := s.SeriesKeys(ctx, l.Test)
 	if err != nil {
 		return nil, err
 	}
 	for _, k := range keys {
-		pts, err := s.Series(ctx, l, k.Endpoint, k.Figure)
-		if err != nil {
-			return nil, err
-		}
 		key := changepoint.Key{Test: l.Test, Figure: k.Figure, Endpoint: k.Endpoint}
-		for _, p := range pts {
-			r := changepoint.Run{Index: index[p.Run.ID], TestID: p.Run.TestID, Commit: p.Run.Commit, Value: p.Value, Count: p.Count}
-			if p.CI != nil {
-				r.Lo, r.Hi = p.CI.Low, p.CI.High
-			}
+		for _, r := range series[k] {
 			if err := a.Append(key, changepoint.FigurePolarity(k.Figure), r); err != nil {
-				return nil, fmt.Errorf("history %s: run %d (%s): %w", s.Where, p.Run.ID, p.Run.Label(), err)
+				return nil, fmt.Errorf("history %s: %w", s.Where, err)
 			}
 		}
 	}
@@ -62,6 +57,49 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 		cfg.MinRuns = changepoint.DefaultConfig().MinRuns
 	}
 	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result(), cfg: cfg}, nil
+}
+
+// lineFigures reads every figure of a line's runs (as Runs lists them)
+// in one query, by series, each series in the line's order.
+func (s *Store) lineFigures(ctx context.Context, l Line, runs []Run) (map[SeriesKey][]changepoint.Run, error) {
+	index := make(map[int64]int, len(runs))
+	for i, r := range runs {
+		index[r.ID] = i + 1
+	}
+	cond, args := l.where()
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT f.run_id, f.endpoint, f.figure, f.value, f.count, f.ci_low, f.ci_high
+FROM figures f JOIN runs r ON r.id = f.run_id WHERE `+cond), args...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	out := map[SeriesKey][]changepoint.Run{}
+	for rows.Next() {
+		var id int64
+		var k SeriesKey
+		var r changepoint.Run
+		var n sql.NullInt64
+		var lo, hi sql.NullFloat64
+		if err := rows.Scan(&id, &k.Endpoint, &k.Figure, &r.Value, &n, &lo, &hi); err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		r.Index, r.Count = index[id], n.Int64
+		if r.Index == 0 {
+			continue // recorded after the line was read
+		}
+		r.TestID, r.Commit = runs[r.Index-1].TestID, runs[r.Index-1].Commit
+		if lo.Valid && hi.Valid {
+			r.Lo, r.Hi = lo.Float64, hi.Float64
+		}
+		out[k] = append(out[k], r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	for _, rs := range out {
+		slices.SortFunc(rs, func(a, b changepoint.Run) int { return cmp.Compare(a.Index, b.Index) })
+	}
+	return out, nil
 }
 
 // Ref places a run of the line as the results do.
@@ -123,12 +161,12 @@ func (r *ChangesReport) NewRegressions() int {
 
 // Report joins the analysis with the stored lifecycle: the change points
 // and outliers from run since on (1 for all), each change with its
-// status, and each series' drift. A change not stored before is new; a
+// status, and each series' drift against tol (none when nil). A change not stored before is new; a
 // stored one in the same series and direction within the minimum segment
 // of it (its run moves while the runs after it are few) is that change,
 // under its stored id. With record, the new changes are stored as
 // reported, so that no later report calls them new again.
-func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol envelope.Tolerance, record bool) (*ChangesReport, error) {
+func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol *envelope.Tolerance, record bool) (*ChangesReport, error) {
 	stored, err := s.StoredChanges(ctx, an.Test)
 	if err != nil {
 		return nil, err
@@ -171,7 +209,9 @@ func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol envelop
 			rep.Outliers = append(rep.Outliers, o)
 		}
 	}
-	rep.Drift = an.drift(since, tol)
+	if tol != nil {
+		rep.Drift = an.drift(since, *tol)
+	}
 	return rep, nil
 }
 
