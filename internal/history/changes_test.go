@@ -86,3 +86,47 @@ func TestChangeMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeReportedOnce: two jobs reporting the same change points at
+// the same moment, each through its own connection, store each once, and
+// exactly one of them reports each as first.
+func TestChangeReportedOnce(t *testing.T) {
+	backends(t, func(t *testing.T, dsn string) {
+		ctx := context.Background()
+		open(t, dsn) // migrated before the jobs start
+		var cs []StoredChange
+		for i := range 8 {
+			cs = append(cs, StoredChange{ID: fmt.Sprintf("c%d", i), Test: "t", Figure: "p95", Commit: fmt.Sprintf("c%02d", i), RunIndex: i + 1, Direction: changepoint.Regression})
+		}
+		const jobs = 3
+		firsts := make([][]bool, jobs)
+		errs := make(chan error, jobs)
+		for j := range jobs {
+			s := open(t, dsn)
+			go func() {
+				var err error
+				firsts[j], err = s.ReportChanges(ctx, cs)
+				errs <- err
+			}()
+		}
+		for range jobs {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range cs {
+			n := 0
+			for j := range jobs {
+				if firsts[j][i] {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("change %s reported first by %d jobs", cs[i].ID, n)
+			}
+		}
+		if got, err := open(t, dsn).StoredChanges(ctx, "t"); err != nil || len(got) != len(cs) {
+			t.Errorf("%d changes stored, %v", len(got), err)
+		}
+	})
+}
