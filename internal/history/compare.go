@@ -78,7 +78,7 @@ func (r Run) Label() string {
 // RunFiguresOf turns a record back into the envelope's per-run values,
 // the inverse of RunFigures.
 func RunFiguresOf(rec Record) envelope.RunFigures {
-	f := envelope.RunFigures{Source: rec.Run.Label(), DurationSeconds: rec.DurationS}
+	f := envelope.RunFigures{Source: rec.Label(), DurationSeconds: rec.DurationS}
 	for _, x := range rec.Figures {
 		if x.Endpoint != "" {
 			if f.Endpoints == nil {
@@ -188,7 +188,7 @@ func endpointSource(key string) envelope.Endpoint {
 // of its figures (no points, so no sampling error of its own).
 func CandidateRun(rec Record) *k6.Run {
 	f := RunFiguresOf(rec)
-	r := &k6.Run{Source: rec.Run.Label(), Format: k6.FormatSummaryExport, Mode: k6.ModeSummary,
+	r := &k6.Run{Source: rec.Label(), Format: k6.FormatSummaryExport, Mode: k6.ModeSummary,
 		Duration: time.Duration(rec.DurationS * float64(time.Second)), Metrics: map[string]*k6.Metric{}}
 	put := func(name, parent string, tags map[string]string, typ k6.MetricType, vals map[string]float64) {
 		contains := k6.Default

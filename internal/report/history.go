@@ -58,13 +58,13 @@ func WriteHistoryReport(r HistoryReport, mdPath string) error {
 		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, history.Unit(s.Key.Figure))
 		notes := b.Len()
 		for _, ch := range r.Changes.Changes {
-			if ch.Key.Figure == s.Key.Figure && ch.Key.Endpoint == s.Key.Endpoint {
+			if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
 				fmt.Fprintf(&b, "- Change point at run %d (%s): %s, %s → %s (%s), status %s.\n", ch.Run.Index, r.Labels[ch.Run.Index-1],
 					ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.Status)
 			}
 		}
 		for _, o := range r.Changes.Outliers {
-			if o.Key.Figure == s.Key.Figure && o.Key.Endpoint == s.Key.Endpoint {
+			if o.Figure == s.Key.Figure && o.Endpoint == s.Key.Endpoint {
 				fmt.Fprintf(&b, "- Outlier run %d (%s): %s against its segment's %s (%s, %.1fσ), not a change.\n", o.Run.Index, r.Labels[o.Run.Index-1],
 					envFig(o.Value), envFig(o.SegmentMean), signedPct(o.Change), o.Sigmas)
 			}
@@ -167,7 +167,7 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 	outliers.Name, outliers.Shape = "outlier run", "cross"
 	var cps []history.ReportedChange
 	for _, ch := range r.Changes.Changes {
-		if ch.Key.Figure == s.Key.Figure && ch.Key.Endpoint == s.Key.Endpoint {
+		if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
 			if i, ok := pos[ch.Run.Index]; ok {
 				cps = append(cps, ch)
 				changes.At, changes.Values = append(changes.At, i), append(changes.Values, vals[i])
@@ -175,7 +175,7 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 		}
 	}
 	for _, o := range r.Changes.Outliers {
-		if o.Key.Figure == s.Key.Figure && o.Key.Endpoint == s.Key.Endpoint {
+		if o.Figure == s.Key.Figure && o.Endpoint == s.Key.Endpoint {
 			if i, ok := pos[o.Run.Index]; ok {
 				outliers.At, outliers.Values = append(outliers.At, i), append(outliers.Values, vals[i])
 			}
