@@ -107,6 +107,9 @@ func analyseStore(ctx context.Context, s *history.Store, l history.Line, since s
 	if err != nil {
 		return nil, withCode(codeError, err)
 	}
+	if len(an.Runs) == 0 {
+		return nil, withCode(codeError, fmt.Errorf("history %s: test %s has no run on the main line (history list and history branches show what it holds)", s.Where, l.Test))
+	}
 	from := 1
 	if since != "" {
 		if from = an.IndexOf(since); from == 0 {
@@ -152,9 +155,15 @@ func writeChanges(w io.Writer, rep *history.ChangesReport, format string) error 
 
 func pct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
 
+// changeStatus is a change's status for people: NEW when this call is
+// the first to report it, else its stored status (a change nobody has
+// acknowledged yet says when it was first reported).
 func changeStatus(ch history.ReportedChange) string {
-	if ch.New {
+	switch {
+	case ch.New:
 		return "NEW"
+	case ch.Status == history.StatusNew && ch.FirstReported != "":
+		return "reported " + ch.FirstReported
 	}
 	return string(ch.Status) + noteText(ch.Note)
 }
