@@ -25,14 +25,14 @@ var changesFormats = []string{"text", "json", "markdown", "junit"}
 func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("changes", "Find the change points, outlier runs and drift of every series of a test's main line (docs/changepoints.md). Exit 0: no new regression, 1: a regression change point not reported before, 2: bad input. Each change is reported as new once.")
 	since := cmd.Flag("since", "Show only what happened from the run at this commit (or testid) on; the analysis reads every run.").String()
-	envFile := cmd.Flag("envelope", "Envelope whose tolerance the drift is judged against (default: the default tolerance).").ExistingFile()
+	envFile := cmd.Flag("envelope", "The current envelope: drift is measured from its latest run (matched by content hash or test id) against its tolerance (default: each series' last level, the default tolerance).").ExistingFile()
 	format := cmd.Flag("format", choices("Output format.", changesFormats...)).Default("text").Enum(changesFormats...)
 	cmd.Action(c.action(func() error {
-		tol, err := driftTolerance(*envFile)
+		env, err := readEnvelope(*envFile)
 		if err != nil {
 			return err
 		}
-		rep, err := c.analyseChanges(f, *since, &tol, true)
+		rep, err := c.analyseChanges(f, *since, env, true)
 		if err != nil {
 			return err
 		}
@@ -73,21 +73,21 @@ func noteText(n string) string {
 	return ": " + n
 }
 
-// driftTolerance is the tolerance of the envelope file, else the default.
-func driftTolerance(path string) (envelope.Tolerance, error) {
+// readEnvelope reads the envelope file named, nil for none.
+func readEnvelope(path string) (*envelope.Envelope, error) {
 	if path == "" {
-		return envelope.DefaultTolerance(), nil
+		return nil, nil
 	}
 	env, err := envelope.ReadFile(path)
 	if err != nil {
-		return envelope.Tolerance{}, withCode(codeError, err)
+		return nil, withCode(codeError, err)
 	}
-	return env.Tolerance, nil
+	return env, nil
 }
 
 // analyseChanges analyses the main line and joins the stored lifecycle;
 // with record, the new change points are stored as reported.
-func (c *cli) analyseChanges(f historyFlags, since string, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelope, record bool) (*history.ChangesReport, error) {
 	ctx := context.Background()
 	s, err := f.open(ctx)
 	if err != nil {
@@ -98,17 +98,25 @@ func (c *cli) analyseChanges(f historyFlags, since string, tol *envelope.Toleran
 	if err != nil {
 		return nil, err
 	}
-	return analyseStore(ctx, s, history.Line{Test: test, MainBranch: f.mainBranchName()}, since, tol, record)
+	tol := envelope.DefaultTolerance()
+	if env != nil {
+		tol = env.Tolerance
+	}
+	return analyseStore(ctx, s, history.Line{Test: test, MainBranch: f.mainBranchName()}, since, env, &tol, record)
 }
 
-// analyseStore is analyseChanges on an open store.
-func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+// analyseStore is analyseChanges on an open store: the drift (none
+// without tol) from the envelope's latest run when env is given.
+func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, env *envelope.Envelope, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
 	an, err := s.Analyze(ctx, l, changepoint.Config{})
 	if err != nil {
 		return nil, withCode(codeError, err)
 	}
 	if len(an.Runs) == 0 {
 		return nil, withCode(codeError, fmt.Errorf("history %s: test %s has no run on the main line (history list and history branches show what it holds)", s.Where, l.Test))
+	}
+	if env != nil {
+		an.DriftFrom = an.EnvelopeRun(env)
 	}
 	from := 1
 	if since != "" {
@@ -192,9 +200,9 @@ func writeChangesText(w io.Writer, rep *history.ChangesReport) error {
 		p("\ndrift: %d of %d series over tolerance\n", len(over), len(rep.Drift))
 	}
 	if len(over) > 0 {
-		p("series\tsince run\truns\tchange\tinterval\t\n")
+		p("series\tsince run\truns\tdirection\tchange\tinterval\t\n")
 		for _, d := range over {
-			p("%s\t%d\t%d\t%s\t[%s, %s]\t\n", seriesName(d.Endpoint, d.Figure), d.Since.Index, d.Runs, pct(d.Change), pct(d.CI[0]), pct(d.CI[1]))
+			p("%s\t%d\t%d\t%s\t%s\t[%s, %s]\t\n", seriesName(d.Endpoint, d.Figure), d.Since.Index, d.Runs, d.Direction, pct(d.Change), pct(d.CI[0]), pct(d.CI[1]))
 		}
 	}
 	return tw.Flush()
@@ -289,7 +297,7 @@ func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *history.Sto
 			continue
 		}
 		seen[r.Test] = true
-		rep, err := analyseStore(ctx, s, history.Line{Test: r.Test, MainBranch: f.mainBranchName()}, "", nil, false)
+		rep, err := analyseStore(ctx, s, history.Line{Test: r.Test, MainBranch: f.mainBranchName()}, "", nil, nil, false)
 		if err != nil {
 			// The runs are recorded; only the look at them failed.
 			c.printf("change points of %s: not analysed: %v\n", r.Test, err)

@@ -45,7 +45,17 @@ func TestHistoryRebaseline(t *testing.T) {
 		t.Errorf("report said: %s", out)
 	}
 	checkHistoryReport(t, reportMD)
-	rep := changesJSON(t, dsn, 1) // the report reported nothing as new
+	rep := changesJSON(t, dsn, 1, "--envelope", old) // the report reported nothing as new
+	for _, d := range rep.Drift {
+		// From the current envelope's latest run (run 10), or a later
+		// change point of the series.
+		if d.Since.Index < 10 {
+			t.Errorf("drift of %s from run %d, before the envelope's last run", seriesName(d.Endpoint, d.Figure), d.Since.Index)
+		}
+	}
+	if len(rep.Drift) < 20 {
+		t.Errorf("drift of %d series", len(rep.Drift))
+	}
 	id := ""
 	for _, c := range rep.Changes {
 		if c.Endpoint == "document_upload" && c.Figure == "p95" {

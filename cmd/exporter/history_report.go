@@ -50,6 +50,9 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if len(an.Runs) == 0 {
 			return withCode(codeError, fmt.Errorf("history %s: test %s has no run on the main line", s.Where, test))
 		}
+		if env != nil {
+			an.DriftFrom = an.EnvelopeRun(env)
+		}
 		rep, err := an.Report(ctx, s, 1, &tol, false)
 		if err != nil {
 			return withCode(codeError, err)

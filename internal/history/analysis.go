@@ -21,7 +21,28 @@ type Analysis struct {
 	Runs     []Run
 	Analyzer *changepoint.Analyzer
 	Result   changepoint.Result
-	cfg      changepoint.Config
+	// DriftFrom is the run drift is measured from when Report is given
+	// no later one (0: each series' last segment): the envelope's latest
+	// run (EnvelopeRun).
+	DriftFrom int
+	cfg       changepoint.Config
+}
+
+// EnvelopeRun is the index of the line's latest run an envelope was made
+// from (its sources' content hashes, else test ids), 0 when none is.
+func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
+	hashes, ids := map[string]bool{}, map[string]bool{}
+	for _, src := range env.Provenance.Sources {
+		hashes[src.SHA256] = src.SHA256 != ""
+		ids[src.TestID] = src.TestID != ""
+	}
+	at := 0
+	for i, r := range an.Runs {
+		if hashes[r.SHA256] || ids[r.TestID] {
+			at = i + 1
+		}
+	}
+	return at
 }
 
 // Analyze reads every series of a line (excluded runs and, for the main
@@ -247,9 +268,10 @@ func abs(x int) int {
 }
 
 // drift is each series' drift against the envelope's tolerance for its
-// figure: from run since when given, else from the start of the series'
-// last segment (the level its latest change point set), so that a step
-// already reported is not counted again as drift. The error rate, whose
+// figure: from run since when given, else from the envelope's latest run
+// (DriftFrom) or the start of the series' last segment (the level its
+// latest change point set), whichever is later, so that a step already
+// reported is not counted again as drift. The error rate, whose
 // tolerance is absolute, has none.
 func (an *Analysis) drift(since int, tol envelope.Tolerance) []changepoint.Drift {
 	last := map[changepoint.Key]int{}
@@ -267,7 +289,7 @@ func (an *Analysis) drift(since int, tol envelope.Tolerance) []changepoint.Drift
 		}
 		from := since
 		if from <= 1 {
-			from = max(1, last[k])
+			from = max(1, an.DriftFrom, last[k])
 		}
 		d, err := an.Analyzer.Drift(k, from, t)
 		if err != nil {
