@@ -18,10 +18,10 @@ import (
 // upload's step as expected and re-baselines: the envelope rests on runs
 // 11-30 without the outlier run 20 and equals, to the six digits the file
 // keeps, what baseline derives from those runs' files with the current
-// envelope's settings; compare, rules and serve accept it.
+// envelope's settings; compare, rules and serve accept it. On both back
+// ends.
 func TestHistoryRebaseline(t *testing.T) {
-	dir := t.TempDir()
-	dsn := filepath.Join(dir, "history.db")
+	base := t.TempDir()
 	fx := fixtures.Path(t, "k6/history-v2.2.0")
 	run := func(i int) string { return filepath.Join(fx, fmt.Sprintf("run-%02d.summary.json", i)) }
 	var first, after []string
@@ -33,8 +33,19 @@ func TestHistoryRebaseline(t *testing.T) {
 			after = append(after, run(i))
 		}
 	}
-	old := filepath.Join(dir, "current.yaml")
+	old := filepath.Join(base, "current.yaml")
 	mustRun(t, append([]string{"baseline", "--name", "mix", "--match", `envelope="mix"`, "--out", old}, first...)...)
+	want := filepath.Join(base, "want.json")
+	mustRun(t, append([]string{"baseline", "--name", "mix", "--match", `envelope="mix"`, "--format", "json", "--out", want}, after...)...)
+	historyBackends(t, func(t *testing.T, dsn string) {
+		checkRebaseline(t, dsn, old, want, fx)
+	})
+}
+
+// checkRebaseline is TestHistoryRebaseline on one back end.
+func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
+	dir := t.TempDir()
+	run := func(i int) string { return filepath.Join(fx, fmt.Sprintf("run-%02d.summary.json", i)) }
 	mustRun(t, "history", "--history", dsn, "--test", "mix", "import", "--pattern", "*.summary.json", fx)
 	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
 		t.Errorf("rebaseline before any change was accepted: exit %d: %s", code, se)
@@ -71,8 +82,6 @@ func TestHistoryRebaseline(t *testing.T) {
 	if !strings.Contains(out, "runs 11-30, 19 runs; outlier runs left out: 20") || !strings.Contains(out, "document_upload.p95 (band max)") {
 		t.Errorf("rebaseline said:\n%s", out)
 	}
-	want := filepath.Join(dir, "want.json")
-	mustRun(t, append([]string{"baseline", "--name", "mix", "--match", `envelope="mix"`, "--format", "json", "--out", want}, after...)...)
 	got := filepath.Join(dir, "got.json")
 	mustRun(t, "history", "--history", dsn, "rebaseline", "--since", id, "--envelope", old, "--format", "json", "--out", got)
 	sameJSON(t, readJSON(t, want), readJSON(t, got), "envelope")
