@@ -50,6 +50,9 @@ func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
 	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
 		t.Errorf("rebaseline before any change was accepted: exit %d: %s", code, se)
 	}
+	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline", "--since", "0123456789abcdef"); code != 2 || !strings.Contains(se, "no reported change point 0123456789abcdef") {
+		t.Errorf("rebaseline --since an unknown id: exit %d: %s", code, se)
+	}
 	reportMD := filepath.Join(dir, "report", "history.md")
 	out := mustRun(t, "history", "--history", dsn, "report", "--envelope", old, "--out", reportMD)
 	if !strings.Contains(out, "30 runs, 29 series") {
