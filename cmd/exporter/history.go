@@ -42,6 +42,9 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	c.historyExcludeCommands(cmd, f)
 	c.historyBranchesCommand(cmd, f)
 	c.historyCompareCommand(cmd, f)
+	c.historyChangesCommands(cmd, f)
+	c.historyRebaselineCommand(cmd, f)
+	c.historyReportCommand(cmd, f)
 }
 
 // open opens the history the flags name, creating it when missing.
@@ -160,7 +163,7 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []history.Rec
 		c.printf("run %d: %s (test %s, testid %s, commit %s): %s\n", a.ID, r.SourceFile, r.Test, dashed(r.TestID), dashed(r.Commit), what)
 	}
 	c.printf("history %s: %d of %d runs new\n", s.Where, n, len(recs))
-	return nil
+	return c.previewChanges(ctx, f, s, recs)
 }
 
 func dashed(s string) string {

@@ -103,7 +103,8 @@ type Chart struct {
 	Ranges                []Range
 	Boxes                 []Box // one per category
 	Bands                 []Band
-	LogY                  bool // logarithmic Y axis (all values must be > 0)
+	Points                []Points // marked values, over the lines
+	LogY                  bool     // logarithmic Y axis (all values must be > 0)
 	// Width and Height in points; 0 gives 640×360 (a 16:9 PNG at 96 dpi
 	// is 853×480 pixels).
 	Width, Height vg.Length
@@ -180,7 +181,7 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	g.Horizontal.Color = t.Grid
 	p.Add(g)
 	n := len(c.Categories)
-	for _, add := range []func(*plot.Plot, Theme) error{c.addBands, c.addBars, c.addLines, c.addRanges} {
+	for _, add := range []func(*plot.Plot, Theme) error{c.addBands, c.addBars, c.addLines, c.addRanges, c.addPoints} {
 		if err := add(p, t); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,393 @@
+// Package changepoint finds where the level of a figure changed across a
+// test's runs in commit order, which runs were lone outliers, and how far
+// a figure drifted since a given run. It starts from E-Divisive means in
+// sliding windows with a Student t significance (the method of Apache
+// Otava), and adds what that method lacks: a lone outlier run is never a
+// change, a change needs runs after it, each run's own measurement error
+// weighs its value, the false discovery rate is controlled across the
+// series of one test, every figure has a polarity, and appending a run
+// re-analyses only the windows it touches.
+//
+// The package holds no store: a caller appends runs to an Analyzer (one
+// per test) and reads its Result.
+package changepoint
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/envelope-dev/envelope/internal/stats"
+)
+
+// Polarity says which way a figure gets worse.
+type Polarity int
+
+const (
+	// HigherIsWorse: latency and error rate; a rise is a regression.
+	HigherIsWorse Polarity = iota
+	// LowerIsWorse: throughput; a fall is a regression.
+	LowerIsWorse
+)
+
+// FigurePolarity is the polarity of a per-run figure named as the
+// envelope's per-run values are: the rates (rps, iterations_per_s) get
+// worse when they fall, every latency figure, the error rate and the
+// requests per iteration when they rise.
+func FigurePolarity(figure string) Polarity {
+	switch figure {
+	case "rps", "iterations_per_s":
+		return LowerIsWorse
+	}
+	return HigherIsWorse
+}
+
+// Direction labels a change or an outlier for its figure's polarity.
+type Direction string
+
+// Directions.
+const (
+	Regression  Direction = "regression"
+	Improvement Direction = "improvement"
+)
+
+// Key names one series: a figure of a test, aggregate (Endpoint empty)
+// or of one endpoint.
+type Key struct {
+	Test     string `json:"-"`
+	Figure   string `json:"figure"`
+	Endpoint string `json:"endpoint"`
+}
+
+func (k Key) String() string {
+	if k.Endpoint == "" {
+		return k.Figure
+	}
+	return k.Endpoint + "." + k.Figure
+}
+
+// Run is one run's value of a series.
+type Run struct {
+	// Index is the run's 1-based place in the analysed line, for a series
+	// that lacks some of the line's runs (an endpoint a run did not
+	// call); 0 means its place in the series.
+	Index int
+	// TestID is the run's id, passed through to the results.
+	TestID string
+	// Commit identifies the run in change-point ids; the caller's run id
+	// when commits repeat.
+	Commit string
+	Value  float64
+	// Count is the number of requests behind the value (0 = unknown).
+	Count int64
+	// Lo and Hi are the order-statistic interval of the value at
+	// Config.Confidence, for quantiles computed from points; both 0 when
+	// unknown.
+	Lo, Hi float64
+}
+
+// Config holds the method's parameters; zero fields take the defaults
+// (DefaultConfig), which docs/changepoints.md explains.
+type Config struct {
+	// Window is the number of runs E-Divisive looks at at once; windows
+	// start every Window/2 runs.
+	Window int
+	// PValue is the false discovery rate at which change points are
+	// reported, controlled across the series of one test.
+	PValue float64
+	// WeakFactor multiplies PValue for the first, per-window pass.
+	WeakFactor float64
+	// MinRuns is the least number of runs (outliers not counted) on each
+	// side of a change point: a change is reported once MinRuns runs
+	// after it agree.
+	MinRuns int
+	// OutlierZ is how many standard deviations a run must lie from the
+	// runs on both sides of it, in the same direction, to be an outlier.
+	OutlierZ float64
+	// Neighbours is how many runs on each side an outlier is judged
+	// against.
+	Neighbours int
+	// Confidence is the level of the runs' Lo/Hi intervals.
+	Confidence float64
+}
+
+// DefaultConfig is Otava's window and p-value with this package's
+// minimum segment and outlier rule.
+func DefaultConfig() Config {
+	return Config{Window: 50, PValue: 0.0002, WeakFactor: 10, MinRuns: 3, OutlierZ: 4, Neighbours: 5, Confidence: 0.95}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Window <= 0 {
+		c.Window = d.Window
+	}
+	if c.PValue <= 0 {
+		c.PValue = d.PValue
+	}
+	if c.WeakFactor <= 0 {
+		c.WeakFactor = d.WeakFactor
+	}
+	if c.MinRuns <= 0 {
+		c.MinRuns = d.MinRuns
+	}
+	if c.OutlierZ <= 0 {
+		c.OutlierZ = d.OutlierZ
+	}
+	if c.Neighbours <= 0 {
+		c.Neighbours = d.Neighbours
+	}
+	if c.Confidence <= 0 || c.Confidence >= 1 {
+		c.Confidence = d.Confidence
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MinRuns < 2:
+		return fmt.Errorf("minimum of %d runs per segment: a segment's spread needs at least 2", c.MinRuns)
+	case c.Window < 4*c.MinRuns:
+		return fmt.Errorf("window %d is shorter than 4 × the minimum of %d runs per segment", c.Window, c.MinRuns)
+	case c.PValue >= 1 || c.PValue*c.WeakFactor >= 1:
+		return fmt.Errorf("p-value %v × weak factor %v must stay below 1", c.PValue, c.WeakFactor)
+	case c.Neighbours < 2:
+		return fmt.Errorf("neighbours %d: an outlier needs at least 2 runs on each side", c.Neighbours)
+	}
+	return nil
+}
+
+// RunRef places a run in the analysed line: Index is 1-based in commit
+// order.
+type RunRef struct {
+	Index  int    `json:"index"`
+	TestID string `json:"testid,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// Change is a change point: the run at which a series' level changed.
+type Change struct {
+	ID string `json:"id"`
+	Key
+	Run       RunRef    `json:"run"`
+	Direction Direction `json:"direction"`
+	// Before and After are the levels of the segments on each side
+	// (geometric means for positive figures), in the figure's unit.
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	// Delta is After − Before; Change is After/Before − 1, 0 when Before
+	// is 0 (an error rate rising from none).
+	Delta  float64 `json:"delta"`
+	Change float64 `json:"change"`
+	// P is the t-test's p-value of the two segments; Q the same adjusted
+	// for the false discovery rate across the test's series.
+	P float64 `json:"p"`
+	Q float64 `json:"q"`
+}
+
+// Outlier is a lone run far from the runs on both sides of it.
+type Outlier struct {
+	Key
+	Run       RunRef    `json:"run"`
+	Direction Direction `json:"direction"`
+	Value     float64   `json:"value"`
+	// SegmentMean is the level of the segment the run lies in, without it.
+	SegmentMean float64 `json:"segment_mean"`
+	// Change is Value/SegmentMean − 1 (0 when the level is 0); Sigmas
+	// how many of the run's standard deviations (between-run and its own
+	// sampling error) it lies from the segment, 0 when the series shows
+	// no spread at all.
+	Change float64 `json:"change"`
+	Sigmas float64 `json:"sigmas"`
+}
+
+// ChangeID is a change point's stable id: the same test, figure,
+// endpoint and commit always give the same id, so a stored status
+// (acknowledged, expected…) finds its change again. A run without a
+// commit is named by its test id, else by "#" and its index.
+func ChangeID(k Key, commit string) string {
+	h := sha256.Sum256([]byte(strings.Join([]string{k.Test, k.Figure, k.Endpoint, commit}, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
+
+// Result is the analysis of every series of one test.
+type Result struct {
+	// Series is the number of series analysed (the size of the family
+	// the false discovery rate is controlled over).
+	Series   int
+	Changes  []Change
+	Outliers []Outlier
+}
+
+// Analyzer holds the series of one test and their analysis state.
+// Appending runs and reading the result are not safe for concurrent use.
+type Analyzer struct {
+	cfg    Config
+	series map[Key]*series
+	order  []Key
+}
+
+// ErrBadValue is wrapped by Append's errors for values it refuses.
+var ErrBadValue = errors.New("bad value")
+
+// New returns an Analyzer with cfg's parameters (zero fields default).
+func New(cfg Config) (*Analyzer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Analyzer{cfg: cfg, series: map[Key]*series{}}, nil
+}
+
+// Append adds the next run (in commit order) to series k, creating it
+// with polarity pol on first use.
+func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
+	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
+		return fmt.Errorf("%s run %d (%s): value %v: %w, want a finite number ≥ 0", k, a.Len(k)+1, r.Commit, r.Value, ErrBadValue)
+	}
+	if r.Index < 0 || r.Index > 0 && a.Len(k) > 0 && r.Index <= a.series[k].ref(a.Len(k)-1).Index {
+		return fmt.Errorf("%s run %d (%s): index %d: %w, want indices rising in commit order", k, a.Len(k)+1, r.Commit, r.Index, ErrBadValue)
+	}
+	if r.Count < 0 {
+		return fmt.Errorf("%s run %d (%s): count %d: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Count, ErrBadValue)
+	}
+	if r.Lo != 0 || r.Hi != 0 {
+		if !(r.Lo >= 0 && r.Hi >= r.Lo) || math.IsInf(r.Hi, 0) {
+			return fmt.Errorf("%s run %d (%s): interval [%v, %v]: %w, want 0 ≤ lo ≤ hi", k, a.Len(k)+1, r.Commit, r.Lo, r.Hi, ErrBadValue)
+		}
+	}
+	s, ok := a.series[k]
+	if !ok {
+		s = newSeries(k, pol, a.cfg)
+		a.series[k] = s
+		a.order = append(a.order, k)
+	}
+	s.append(r)
+	return nil
+}
+
+// Len is the number of runs of series k.
+func (a *Analyzer) Len(k Key) int {
+	if s, ok := a.series[k]; ok {
+		return len(s.runs)
+	}
+	return 0
+}
+
+// Keys are the series in the order they were first appended to.
+func (a *Analyzer) Keys() []Key { return slices.Clone(a.order) }
+
+// Result analyses every series (only the windows runs were appended to
+// since the last call) and returns the change points whose false
+// discovery rate across the test's series is at most Config.PValue, and
+// the outlier runs. The answer depends only on the runs, never on the
+// order of calls.
+func (a *Analyzer) Result() Result {
+	res := Result{Series: len(a.order)}
+	type cand struct {
+		s   *series
+		idx int
+	}
+	// Each series' own merge pass at PValue, then the family's.
+	byS := a.seriesChangePoints()
+	for {
+		var cs []cand
+		var ps []float64
+		for i, k := range a.order {
+			s := a.series[k]
+			for _, cp := range byS[i] {
+				cs = append(cs, cand{s, cp})
+				ps = append(ps, s.pAt(byS[i], cp))
+			}
+		}
+		q := stats.BenjaminiHochberg(ps, len(a.order))
+		worst := -1
+		for i := range cs {
+			if q[i] > a.cfg.PValue && (worst < 0 || ps[i] > ps[worst]) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			for i, c := range cs {
+				res.Changes = append(res.Changes, c.s.change(byS[slices.Index(a.order, c.s.key)], c.idx, ps[i], q[i]))
+			}
+			break
+		}
+		// Drop the weakest failing point and test the rest again: its
+		// neighbours' segments have grown.
+		si := slices.Index(a.order, cs[worst].s.key)
+		byS[si] = slices.DeleteFunc(byS[si], func(x int) bool { return x == cs[worst].idx })
+	}
+	for i, k := range a.order {
+		res.Outliers = append(res.Outliers, a.series[k].outliers(byS[i])...)
+	}
+	return res
+}
+
+// seriesChangePoints runs each series' own analysis, the series spread
+// over the machine's cores (each series' state is its own).
+func (a *Analyzer) seriesChangePoints() [][]int {
+	byS := make([][]int, len(a.order))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(a.order)) {
+		wg.Go(func() {
+			for i := range next {
+				byS[i] = a.series[a.order[i]].changePoints()
+			}
+		})
+	}
+	for i := range a.order {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return byS
+}
+
+// Analyze is the from-scratch analysis of complete series: the same
+// answer as appending their runs one at a time.
+func Analyze(cfg Config, series []Series) (Result, error) {
+	a, err := New(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, s := range series {
+		if len(s.Runs) == 0 {
+			continue
+		}
+		if _, ok := a.series[s.Key]; !ok {
+			ns := newSeries(s.Key, s.Polarity, a.cfg)
+			ns.runs = make([]Run, 0, len(s.Runs))
+			ns.y, ns.v = make([]float64, 0, len(s.Runs)), make([]float64, 0, len(s.Runs))
+			a.series[s.Key] = ns
+			a.order = append(a.order, s.Key)
+		}
+		for _, r := range s.Runs {
+			if err := a.Append(s.Key, s.Polarity, r); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	return a.Result(), nil
+}
+
+// Series is one series' runs in commit order.
+type Series struct {
+	Key      Key
+	Polarity Polarity
+	Runs     []Run
+}
+
+func direction(pol Polarity, up bool) Direction {
+	if up == (pol == HigherIsWorse) {
+		return Regression
+	}
+	return Improvement
+}

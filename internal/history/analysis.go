@@ -1,0 +1,301 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// Analysis is the change-point analysis of one line of a test: its runs
+// (excluded ones left out) in commit-time order, every series of them
+// appended to one analyzer, and the result.
+type Analysis struct {
+	Test string
+	// Runs are the analysed line's runs; run i has index i+1.
+	Runs     []Run
+	Analyzer *changepoint.Analyzer
+	Result   changepoint.Result
+	// DriftFrom is the run drift is measured from when Report is given
+	// no later one (0: each series' last segment): the envelope's latest
+	// run (EnvelopeRun).
+	DriftFrom int
+	cfg       changepoint.Config
+}
+
+// EnvelopeRun is the index of the line's latest run an envelope was made
+// from (its sources' content hashes, else test ids), 0 when none is.
+func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
+	hashes, ids := map[string]bool{}, map[string]bool{}
+	for _, src := range env.Provenance.Sources {
+		hashes[src.SHA256] = src.SHA256 != ""
+		ids[src.TestID] = src.TestID != ""
+	}
+	at := 0
+	for i, r := range an.Runs {
+		if hashes[r.SHA256] || ids[r.TestID] {
+			at = i + 1
+		}
+	}
+	return at
+}
+
+// Analyze reads every series of a line (excluded runs and, for the main
+// line, other branches left out) and analyses them together: the family
+// whose false discovery rate the analysis controls is the test's series.
+func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*Analysis, error) {
+	l.WithExcluded = false
+	a, err := changepoint.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := s.Runs(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	series, err := s.lineFigures(ctx, l, runs)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.SeriesKeys(ctx, l.Test)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		key := changepoint.Key{Test: l.Test, Figure: k.Figure, Endpoint: k.Endpoint}
+		for _, r := range series[k] {
+			if err := a.Append(key, changepoint.FigurePolarity(k.Figure), r); err != nil {
+				return nil, fmt.Errorf("history %s: %w", s.Where, err)
+			}
+		}
+	}
+	if cfg.MinRuns <= 0 {
+		cfg.MinRuns = changepoint.DefaultConfig().MinRuns
+	}
+	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result(), cfg: cfg}, nil
+}
+
+// lineFigures reads every figure of a line's runs (as Runs lists them)
+// in one query, by series, each series in the line's order.
+func (s *Store) lineFigures(ctx context.Context, l Line, runs []Run) (map[SeriesKey][]changepoint.Run, error) {
+	index := make(map[int64]int, len(runs))
+	for i, r := range runs {
+		index[r.ID] = i + 1
+	}
+	cond, args := l.where()
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT f.run_id, f.endpoint, f.figure, f.value, f.count, f.ci_low, f.ci_high
+FROM figures f JOIN runs r ON r.id = f.run_id WHERE `+cond), args...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	out := map[SeriesKey][]changepoint.Run{}
+	for rows.Next() {
+		var id int64
+		var k SeriesKey
+		var r changepoint.Run
+		var n sql.NullInt64
+		var lo, hi sql.NullFloat64
+		if err := rows.Scan(&id, &k.Endpoint, &k.Figure, &r.Value, &n, &lo, &hi); err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		r.Index, r.Count = index[id], n.Int64
+		if r.Index == 0 {
+			continue // recorded after the line was read
+		}
+		r.TestID, r.Commit = runs[r.Index-1].TestID, runs[r.Index-1].Commit
+		if lo.Valid && hi.Valid {
+			r.Lo, r.Hi = lo.Float64, hi.Float64
+		}
+		out[k] = append(out[k], r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	for _, rs := range out {
+		slices.SortFunc(rs, func(a, b changepoint.Run) int { return cmp.Compare(a.Index, b.Index) })
+	}
+	return out, nil
+}
+
+// Ref places a run of the line as the results do.
+func (an *Analysis) Ref(index int) changepoint.RunRef {
+	r := an.Runs[index-1]
+	return changepoint.RunRef{Index: index, TestID: r.TestID, Commit: r.Commit}
+}
+
+// IndexOf is the index of the line's first run at a commit (or with
+// that testid), 0 when none.
+func (an *Analysis) IndexOf(commit string) int {
+	for i, r := range an.Runs {
+		if r.Commit == commit {
+			return i + 1
+		}
+	}
+	for i, r := range an.Runs {
+		if r.TestID == commit {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// ReportedChange is a change point with its stored lifecycle.
+type ReportedChange struct {
+	changepoint.Change
+	Status Status `json:"status"`
+	Note   string `json:"note,omitempty"`
+	// FirstReported is when `history changes` first reported it; empty
+	// for a change reported by none yet.
+	FirstReported string `json:"first_reported,omitempty"`
+	// New: no earlier call reported it (this one did, or, for a preview,
+	// will).
+	New bool `json:"new"`
+}
+
+// ChangesReport is what `history changes` writes: the JSON contract
+// other tools read.
+type ChangesReport struct {
+	Test     string                `json:"test"`
+	Runs     int                   `json:"runs"`
+	Since    *changepoint.RunRef   `json:"since,omitempty"`
+	Changes  []ReportedChange      `json:"changes"`
+	Outliers []changepoint.Outlier `json:"outliers"`
+	Drift    []changepoint.Drift   `json:"drift"`
+}
+
+// NewRegressions counts the new regression change points.
+func (r *ChangesReport) NewRegressions() int {
+	n := 0
+	for _, c := range r.Changes {
+		if c.New && c.Direction == changepoint.Regression {
+			n++
+		}
+	}
+	return n
+}
+
+// Report joins the analysis with the stored lifecycle: the change points
+// and outliers from run since on (1 for all), each change with its
+// status, and each series' drift against tol (none when nil). A change not stored before is new; a
+// stored one in the same series and direction within the minimum segment
+// of it (its run moves while the runs after it are few) is that change,
+// under its stored id. With record, the new changes are stored as
+// reported, so that no later report calls them new again.
+func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol *envelope.Tolerance, record bool) (*ChangesReport, error) {
+	stored, err := s.StoredChanges(ctx, an.Test)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{}}
+	if since > 1 {
+		ref := an.Ref(since)
+		rep.Since = &ref
+	}
+	var fresh []StoredChange
+	var freshAt []int
+	for _, c := range an.Result.Changes {
+		if c.Run.Index < since {
+			continue
+		}
+		rc := ReportedChange{Change: c, Status: StatusNew, New: true}
+		if m := an.match(stored, c); m != nil {
+			rc.ID, rc.Status, rc.Note, rc.New = m.ID, m.Status, m.Note, false
+			rc.FirstReported = m.FirstReported.Format(time.RFC3339)
+		} else {
+			fresh = append(fresh, StoredChange{ID: c.ID, Test: an.Test, Figure: c.Figure, Endpoint: c.Endpoint, Commit: c.Run.Commit,
+				TestID: c.Run.TestID, RunIndex: c.Run.Index, Direction: c.Direction, Before: c.Before, After: c.After})
+			freshAt = append(freshAt, len(rep.Changes))
+		}
+		rep.Changes = append(rep.Changes, rc)
+	}
+	if record && len(fresh) > 0 {
+		first, err := s.ReportChanges(ctx, fresh)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now().UTC().Format(time.RFC3339)
+		for i, at := range freshAt {
+			rep.Changes[at].New = first[i]
+			rep.Changes[at].FirstReported = now
+		}
+	}
+	for _, o := range an.Result.Outliers {
+		if o.Run.Index >= since {
+			rep.Outliers = append(rep.Outliers, o)
+		}
+	}
+	if tol != nil {
+		rep.Drift = an.drift(since, *tol)
+	}
+	return rep, nil
+}
+
+// match finds the stored change a found one is: the same id, else the
+// nearest one of its series and direction within the minimum segment.
+func (an *Analysis) match(stored []StoredChange, c changepoint.Change) *StoredChange {
+	var best *StoredChange
+	bestD := an.cfg.MinRuns + 1
+	for i := range stored {
+		m := &stored[i]
+		if m.ID == c.ID {
+			return m
+		}
+		if m.Figure != c.Figure || m.Endpoint != c.Endpoint || m.Direction != c.Direction {
+			continue
+		}
+		at := an.IndexOf(m.Commit)
+		if at == 0 || m.Commit == "" {
+			at = m.RunIndex
+		}
+		if d := abs(at - c.Run.Index); d < bestD {
+			best, bestD = m, d
+		}
+	}
+	return best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// drift is each series' drift against the envelope's tolerance for its
+// figure: from run since when given, else from the envelope's latest run
+// (DriftFrom) or the start of the series' last segment (the level its
+// latest change point set), whichever is later, so that a step already
+// reported is not counted again as drift. The error rate, whose
+// tolerance is absolute, has none.
+func (an *Analysis) drift(since int, tol envelope.Tolerance) []changepoint.Drift {
+	last := map[changepoint.Key]int{}
+	for _, c := range an.Result.Changes {
+		last[c.Key] = max(last[c.Key], c.Run.Index)
+	}
+	out := []changepoint.Drift{}
+	for _, k := range an.Analyzer.Keys() {
+		t := tol.LatencyRise
+		switch {
+		case k.Figure == FigErrorRate:
+			continue
+		case changepoint.FigurePolarity(k.Figure) == changepoint.LowerIsWorse:
+			t = tol.ThroughputDrop
+		}
+		from := since
+		if from <= 1 {
+			from = max(1, an.DriftFrom, last[k])
+		}
+		d, err := an.Analyzer.Drift(k, from, t)
+		if err != nil {
+			continue // too few runs since: no slope to give
+		}
+		out = append(out, d)
+	}
+	return out
+}

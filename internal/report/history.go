@@ -1,0 +1,228 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/chart"
+	"github.com/envelope-dev/envelope/internal/history"
+)
+
+// HistorySeries is one series of a history report: its runs (placed by
+// their index in the line), and the envelope band it is judged against.
+type HistorySeries struct {
+	Key  changepoint.Key
+	Runs []changepoint.Run
+	// Band is the envelope's band of the figure (min and max across the
+	// baseline runs); nil without an envelope or a band for it.
+	Band *chart.Band
+}
+
+// HistoryReport is a line of history analysed: the change points,
+// outlier runs and drift, and every series' runs.
+type HistoryReport struct {
+	Changes *history.ChangesReport
+	// Labels name the line's runs, Labels[i] the run of index i+1 (its
+	// commit, else its test id).
+	Labels []string
+	Series []HistorySeries
+	// Envelope names the envelope the bands come from ("" for none).
+	Envelope string
+}
+
+// WriteHistoryReport writes the Markdown report of a line of history to
+// mdPath, with a light and a dark chart per series in charts/ beside it.
+func WriteHistoryReport(r HistoryReport, mdPath string) error {
+	if r.Changes == nil || len(r.Labels) == 0 {
+		return fmt.Errorf("history report: no runs")
+	}
+	dir := filepath.Join(filepath.Dir(mdPath), "charts")
+	var b strings.Builder
+	historySummary(&b, r)
+	b.WriteString("\n## Series\n\n")
+	for _, s := range r.Series {
+		if len(s.Runs) == 0 {
+			continue
+		}
+		name := seriesLabel(s.Key)
+		c := historyChart(r, s)
+		paths, err := chart.WriteThemed(c, dir, "history-"+chartFileName(name))
+		if err != nil {
+			return fmt.Errorf("history report chart %s: %w", name, err)
+		}
+		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, history.Unit(s.Key.Figure))
+		notes := b.Len()
+		for _, ch := range r.Changes.Changes {
+			if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
+				fmt.Fprintf(&b, "- Change point at run %d (%s): %s, %s → %s (%s), status %s.\n", ch.Run.Index, r.Labels[ch.Run.Index-1],
+					ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.Status)
+			}
+		}
+		for _, o := range r.Changes.Outliers {
+			if o.Figure == s.Key.Figure && o.Endpoint == s.Key.Endpoint {
+				fmt.Fprintf(&b, "- Outlier run %d (%s): %s against its segment's %s (%s, %.1fσ), not a change.\n", o.Run.Index, r.Labels[o.Run.Index-1],
+					envFig(o.Value), envFig(o.SegmentMean), signedPct(o.Change), o.Sigmas)
+			}
+		}
+		if b.Len() > notes {
+			b.WriteString("\n")
+		}
+		b.WriteString(chart.Picture(name+" by commit", paths) + "\n")
+	}
+	if err := os.MkdirAll(filepath.Dir(mdPath), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(mdPath, []byte(b.String()), 0o644)
+}
+
+func signedPct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
+
+func seriesLabel(k changepoint.Key) string {
+	if k.Endpoint == "" {
+		return k.Figure
+	}
+	return k.Endpoint + "." + k.Figure
+}
+
+// chartFileName keeps a series name safe as a file name.
+func chartFileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// historySummary writes the report's head: what was analysed and the
+// tables of change points, outlier runs and drift over tolerance.
+func historySummary(b *strings.Builder, r HistoryReport) {
+	rep := r.Changes
+	fmt.Fprintf(b, "# Run history: %s\n\n", rep.Test)
+	fmt.Fprintf(b, "%d runs on the main line, from %s to %s, in commit-time order; %d series (each figure, aggregate and per endpoint). ",
+		rep.Runs, r.Labels[0], r.Labels[len(r.Labels)-1], len(r.Series))
+	b.WriteString("A change point is the first run of a new level, found by E-Divisive means with a t-test and a minimum of 3 runs on each side, at a false discovery rate across the test's series; an outlier run lies far from the runs on both sides of it and is never a change point.")
+	if r.Envelope != "" {
+		fmt.Fprintf(b, " The shaded band is envelope %s's band of the figure.", r.Envelope)
+	}
+	b.WriteString("\n\n## Change points\n\n")
+	if len(rep.Changes) == 0 {
+		b.WriteString("None.\n")
+	} else {
+		b.WriteString("| Series | Run | Commit | Direction | Before | After | Change | p | Status | Id |\n| :-- | --: | :-- | :-- | --: | --: | --: | --: | :-- | :-- |\n")
+		for _, ch := range rep.Changes {
+			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %s | `%s` |\n", seriesLabel(ch.Key), ch.Run.Index, r.Labels[ch.Run.Index-1],
+				ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.P, ch.Status, ch.ID)
+		}
+	}
+	b.WriteString("\n## Outlier runs\n\n")
+	if len(rep.Outliers) == 0 {
+		b.WriteString("None.\n")
+	} else {
+		b.WriteString("| Run | Commit | Series | Value | Segment level | Change | σ |\n| --: | :-- | :-- | --: | --: | --: | --: |\n")
+		for _, o := range rep.Outliers {
+			fmt.Fprintf(b, "| %d | %s | `%s` | %s | %s | %s | %.1f |\n", o.Run.Index, r.Labels[o.Run.Index-1], seriesLabel(o.Key),
+				envFig(o.Value), envFig(o.SegmentMean), signedPct(o.Change), o.Sigmas)
+		}
+	}
+	b.WriteString("\n## Drift\n\n")
+	over := 0
+	for _, d := range rep.Drift {
+		if d.OverTolerance {
+			if over == 0 {
+				b.WriteString("| Series | Since run | Runs | Drift | Interval |\n| :-- | --: | --: | --: | :-- |\n")
+			}
+			over++
+			fmt.Fprintf(b, "| `%s` | %d | %d | %s | %s to %s |\n", seriesLabel(d.Key), d.Since.Index, d.Runs, signedPct(d.Change), signedPct(d.CI[0]), signedPct(d.CI[1]))
+		}
+	}
+	if over == 0 {
+		fmt.Fprintf(b, "No series drifted past its tolerance since the start of its last level (%d series with enough runs).\n", len(rep.Drift))
+	}
+}
+
+// historyChart draws one series by commit: its values, the level of
+// each segment between change points, the change points, the outlier
+// runs and the envelope's band.
+func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
+	n := len(s.Runs)
+	cats := make([]string, n)
+	vals := make([]float64, n)
+	pos := map[int]int{} // line index → place in the series
+	step := max(1, (n+14)/15)
+	for i, run := range s.Runs {
+		pos[run.Index] = i
+		vals[i] = run.Value
+		if i%step == 0 {
+			cats[i] = r.Labels[run.Index-1]
+		}
+	}
+	var changes, outliers chart.Points
+	changes.Name, changes.Shape = "change point", "triangle"
+	outliers.Name, outliers.Shape = "outlier run", "cross"
+	var cps []history.ReportedChange
+	for _, ch := range r.Changes.Changes {
+		if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
+			if i, ok := pos[ch.Run.Index]; ok {
+				cps = append(cps, ch)
+				changes.At, changes.Values = append(changes.At, i), append(changes.Values, vals[i])
+			}
+		}
+	}
+	for _, o := range r.Changes.Outliers {
+		if o.Figure == s.Key.Figure && o.Endpoint == s.Key.Endpoint {
+			if i, ok := pos[o.Run.Index]; ok {
+				outliers.At, outliers.Values = append(outliers.At, i), append(outliers.Values, vals[i])
+			}
+		}
+	}
+	c := chart.Chart{
+		Title:      fmt.Sprintf("%s by commit", seriesLabel(s.Key)),
+		YLabel:     history.Unit(s.Key.Figure),
+		Categories: cats,
+		Lines: []chart.Series{{Name: "run value", Values: vals},
+			{Name: "segment level", Values: segmentLevels(s.Runs, cps, outliers.At)}},
+		Points: []chart.Points{changes, outliers},
+	}
+	if s.Band != nil {
+		c.Bands = []chart.Band{*s.Band}
+	}
+	return c
+}
+
+// segmentLevels is each run's segment level: the level before the first
+// change point after it, else after the last one; without change points
+// the mean of the series' runs, outlier runs left out.
+func segmentLevels(runs []changepoint.Run, cps []history.ReportedChange, outliers []int) []float64 {
+	slices.SortFunc(cps, func(a, b history.ReportedChange) int { return a.Run.Index - b.Run.Index })
+	out := make([]float64, len(runs))
+	if len(cps) == 0 {
+		var sum float64
+		k := 0
+		for i, r := range runs {
+			if !slices.Contains(outliers, i) {
+				sum += r.Value
+				k++
+			}
+		}
+		for i := range out {
+			out[i] = sum / math.Max(1, float64(k))
+		}
+		return out
+	}
+	for i, r := range runs {
+		out[i] = cps[len(cps)-1].After
+		for _, ch := range cps {
+			if r.Index < ch.Run.Index {
+				out[i] = ch.Before
+				break
+			}
+		}
+	}
+	return out
+}
