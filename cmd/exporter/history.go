@@ -67,6 +67,25 @@ func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) 
 }
 
 // resolveTest is --test, else the history's only test.
+// openTest opens the history (one that must exist already, for commands
+// that only read) and names the test the command is about.
+func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Store, string, error) {
+	open := f.open
+	if existing {
+		open = f.openExisting
+	}
+	s, err := open(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	test, err := f.resolveTest(ctx, s)
+	if err != nil {
+		_ = s.Close() // only read; the test's error is the one to report
+		return nil, "", err
+	}
+	return s, test, nil
+}
+
 func (f historyFlags) resolveTest(ctx context.Context, s *history.Store) (string, error) {
 	if *f.test != "" {
 		return *f.test, nil
@@ -233,15 +252,11 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 	format := cmd.Flag("format", choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.action(func() error {
 		ctx := context.Background()
-		s, err := f.openExisting(ctx)
+		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		test, err := f.resolveTest(ctx, s)
-		if err != nil {
-			return err
-		}
 		runs, err := s.Runs(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true})
 		if err != nil {
 			return err
@@ -262,15 +277,11 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return withCode(codeError, fmt.Errorf("--figure: %w", err))
 		}
 		ctx := context.Background()
-		s, err := f.openExisting(ctx)
+		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		test, err := f.resolveTest(ctx, s)
-		if err != nil {
-			return err
-		}
 		pts, err := s.Series(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
 		if err != nil {
 			return err
@@ -325,15 +336,11 @@ func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) 
 	cmd := parent.Command("branches", "List the branches a test's runs were recorded on; the main line takes the main branch's runs and those of no known branch.")
 	cmd.Action(c.action(func() error {
 		ctx := context.Background()
-		s, err := f.openExisting(ctx)
+		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		test, err := f.resolveTest(ctx, s)
-		if err != nil {
-			return err
-		}
 		bs, err := s.Branches(ctx, test)
 		if err != nil {
 			return err

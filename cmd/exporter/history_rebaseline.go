@@ -32,15 +32,11 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 			}
 		}
 		ctx := context.Background()
-		s, err := f.open(ctx)
+		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		test, err := f.resolveTest(ctx, s)
-		if err != nil {
-			return err
-		}
 		an, err := s.Analyze(ctx, history.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
 		if err != nil {
 			return withCode(codeError, err)

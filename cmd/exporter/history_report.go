@@ -33,15 +33,11 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 			tol = env.Tolerance
 		}
 		ctx := context.Background()
-		s, err := f.open(ctx)
+		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		test, err := f.resolveTest(ctx, s)
-		if err != nil {
-			return err
-		}
 		l := history.Line{Test: test, MainBranch: f.mainBranchName()}
 		an, err := s.Analyze(ctx, l, changepoint.Config{})
 		if err != nil {

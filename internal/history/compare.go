@@ -143,7 +143,9 @@ func LineEnvelope(name string, recs []Record) *envelope.Envelope {
 		}
 		for name, e := range f.Endpoints {
 			ep := endpointSource(name)
-			ep.P95, ep.P99 = env.Endpoints[name].P95, env.Endpoints[name].P99
+			prev := env.Endpoints[name]
+			ep.Median, ep.P95, ep.P99 = prev.Median, prev.P95, prev.P99
+			widen(&ep.Median, e.Median)
 			widen(&ep.P95, e.P95)
 			widen(&ep.P99, e.P99)
 			env.Endpoints[name] = ep
