@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -107,9 +108,31 @@ func newApp(stdout, stderr io.Writer) *kingpin.Application {
 	return app
 }
 
-// logger builds the logger from --log.level and --log.format.
+// logger builds the logger from --log.level and --log.format. Lines
+// name the source file and line only at debug level: a warning about
+// the user's input is about the input, not about where the code is.
 func (c *cli) logger() *slog.Logger {
-	return promslog.New(c.logConfig)
+	cfg := c.logConfig
+	if cfg.Level == nil {
+		cfg.Level = promslog.NewLevel()
+	}
+	if cfg.Level.Level() <= slog.LevelDebug {
+		return promslog.New(cfg)
+	}
+	opts := &slog.HandlerOptions{Level: cfg.Level, ReplaceAttr: durationText}
+	if cfg.Format != nil && cfg.Format.String() == "json" {
+		return slog.New(slog.NewJSONHandler(cfg.Writer, opts))
+	}
+	return slog.New(slog.NewTextHandler(cfg.Writer, opts))
+}
+
+// durationText writes durations as Go prints them ("1m30s"), as
+// promslog does, in JSON too.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if d, ok := a.Value.Any().(time.Duration); ok {
+		a.Value = slog.StringValue(d.String())
+	}
+	return a
 }
 
 func main() {

@@ -312,7 +312,7 @@ func (s *Server) newOTLPReceiver() error {
 			s.otlpReqs.WithLabelValues(outcome).Inc()
 			if err != nil && outcome != otlp.OutcomeBusy {
 				s.bad.WithLabelValues(SourceOTLP, outcome).Inc()
-				s.rlog.warn(outcome, "rejected OTLP request", "err", err)
+				s.rlog.warn(outcome, "rejected OTLP request", "reason", outcome, "err", err)
 			}
 		},
 		OnBad: func(reason string, err error) { s.countBad(SourceOTLP, reason, err) },
