@@ -102,6 +102,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 			return withCode(2, err)
 		}
 		cfg.Envelopes = envs
+		warnUnexportedMatch(log, envs, *allow)
 		for _, mk := range collectors {
 			col, err := mk()
 			if err != nil {
@@ -117,7 +118,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
+		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure, envs: envs})
 	}))
 }
 
@@ -127,6 +128,7 @@ type serveInputs struct {
 	push         string
 	pushInterval time.Duration
 	pushInsecure bool
+	envs         []*envelope.Envelope
 }
 
 // serve replays the finished files (not ready until done), follows the
@@ -146,6 +148,9 @@ func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) e
 			log.Info("replayed results", "file", f, "points", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 		srv.SetReady(true)
+		if len(in.results) > 0 {
+			warnUnselected(log, in.envs, srv.K6Gatherer())
+		}
 		return nil
 	})
 	switch in.follow {
