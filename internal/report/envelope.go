@@ -58,6 +58,26 @@ const (
 // envCharts draws the report's charts and returns the <picture> snippet
 // of each by name.
 func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
+	pics := map[string]string{}
+	for _, c := range envChartList(env) {
+		p, err := chart.WriteThemed(c.c, dir, c.name)
+		if err != nil {
+			return nil, err
+		}
+		pics[c.name] = chart.Picture(c.alt, p)
+	}
+	return pics, nil
+}
+
+// namedChart is one chart of the report: its file name, alt text and
+// what it draws.
+type namedChart struct {
+	name, alt string
+	c         chart.Chart
+}
+
+// envChartList is every chart the envelope report draws.
+func envChartList(env *envelope.Envelope) []namedChart {
 	var cats []string
 	var rps, ips, p50, p95, p99 []float64
 	for i, r := range env.Runs {
@@ -69,10 +89,7 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 		p99 = append(p99, math.Max(r.P99, 1e-3))
 	}
 	t := env.Throughput
-	charts := []struct {
-		name, alt string
-		c         chart.Chart
-	}{
+	charts := []namedChart{
 		{ChartThroughput, "Throughput per run with the band", chart.Chart{
 			Title: "Throughput per run (http_reqs rate)", YLabel: "req/s", Categories: cats,
 			Lines: []chart.Series{{Name: "run rate", Values: rps}},
@@ -81,10 +98,7 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 	}
 	if env.Iterations.N > 0 {
 		it := env.Iterations
-		charts = append(charts, struct {
-			name, alt string
-			c         chart.Chart
-		}{ChartIterations, "Iteration rate per run with the band", chart.Chart{
+		charts = append(charts, namedChart{ChartIterations, "Iteration rate per run with the band", chart.Chart{
 			Title: "Iteration rate per run", YLabel: "iter/s", Categories: cats,
 			Lines: []chart.Series{{Name: "run rate", Values: ips}},
 			Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s iter/s", envFig(it.Min), envFig(it.Max)), Low: it.Min, High: it.Max}}}})
@@ -100,10 +114,7 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 			c.Lines = append(c.Lines, chart.Series{Name: "p99", Values: p99})
 			c.Bands = append(c.Bands, chart.Band{Name: "p99 band", Low: l.P99.Min, High: l.P99.Max})
 		}
-		charts = append(charts, struct {
-			name, alt string
-			c         chart.Chart
-		}{ChartLatency, "Latency percentiles per run with the bands", c})
+		charts = append(charts, namedChart{ChartLatency, "Latency percentiles per run with the bands", c})
 	}
 	if names := envEndpointNames(env); len(names) > 0 {
 		var rs []chart.Range
@@ -137,23 +148,12 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 			}
 		}
 		if len(rs) > 0 {
-			charts = append(charts, struct {
-				name, alt string
-				c         chart.Chart
-			}{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
+			charts = append(charts, namedChart{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
 				Title: "Per-endpoint latency: median, p95, p99, max (whiskers: band across runs)", YLabel: "ms (log scale)",
 				Categories: envDisplayNames(env, names), LogY: true, Ranges: rs}})
 		}
 	}
-	pics := map[string]string{}
-	for _, c := range charts {
-		p, err := chart.WriteThemed(c.c, dir, c.name)
-		if err != nil {
-			return nil, err
-		}
-		pics[c.name] = chart.Picture(c.alt, p)
-	}
-	return pics, nil
+	return charts
 }
 
 // EnvelopeMarkdown renders the report text; pics holds the <picture>
