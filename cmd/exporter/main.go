@@ -189,6 +189,9 @@ func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 			return code
 		}
 	}
+	if ee == nil {
+		err = explainParseError(app, args, err)
+	}
 	_, _ = fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
 	return code
 }

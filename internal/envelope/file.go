@@ -76,8 +76,16 @@ func ReadFile(path string) (*Envelope, error) {
 // Parse decodes an envelope from YAML or JSON (JSON is YAML, but is
 // decoded strictly as JSON when it starts with '{') and validates it.
 // Errors name the file, the line where known, and the field.
-func Parse(name string, b []byte) (*Envelope, error) {
-	env := &Envelope{}
+func Parse(name string, b []byte) (env *Envelope, err error) {
+	defer func() {
+		// A cut file fails somewhere; its cause is the cut.
+		if err != nil {
+			if terr := truncated(name, b, err); terr != nil {
+				env, err = nil, terr
+			}
+		}
+	}()
+	env = &Envelope{}
 	var root yaml.Node
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(b))
