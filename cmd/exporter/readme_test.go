@@ -289,3 +289,29 @@ func TestReadmeFolders(t *testing.T) {
 		}
 	}
 }
+
+// A binary size in the README says which build it measures: a plain
+// `go build` is about a third larger than the stripped image build, so a
+// figure without its flags misleads whoever checks it.
+func TestReadmeBinarySizesSayWhichBuild(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	n := 0
+	for _, m := range regexp.MustCompile(`\d+\.\d MB`).FindAllStringIndex(s, -1) {
+		before := s[max(0, m[0]-200):m[0]]
+		if !strings.Contains(before, "build") && !strings.Contains(before, "binary") {
+			continue // a data file's size
+		}
+		n++
+		after := s[m[1]:min(len(s), m[1]+40)]
+		if !strings.HasPrefix(after, " stripped") && !strings.HasPrefix(after, " from a plain `go build`") {
+			t.Errorf("README: %q does not say which build it measures (stripped, or a plain go build)", s[max(0, m[0]-60):min(len(s), m[1]+40)])
+		}
+	}
+	if n < 3 {
+		t.Errorf("found %d binary sizes in the README, want the image's and the full build's", n)
+	}
+}
