@@ -30,6 +30,7 @@ type cli struct {
 	out            *output // stdout, remembering a failed write
 	stdout, stderr io.Writer
 	logConfig      *promslog.Config
+	interrupts     *interrupts // nil: each command installs its own (tests)
 }
 
 // output is an invocation's stdout. It keeps the first write error, so a
@@ -94,7 +95,7 @@ func init() {
 // output); errors and the usage that follows a usage error go to stderr.
 func newApp(stdout, stderr io.Writer) *kingpin.Application {
 	out := &output{w: stdout}
-	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
+	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}, interrupts: processInterrupts}
 	app := kingpin.New("exporter",
 		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
 	app.Version(version.Print("exporter"))
@@ -136,6 +137,7 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 }
 
 func main() {
+	processInterrupts = catchInterrupts(os.Exit)
 	os.Exit(run(newApp(os.Stdout, os.Stderr), os.Args[1:], os.Stderr))
 }
 

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -50,6 +48,10 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	collectors := c.serveCollectorFlags(cmd)
 
 	cmd.Action(c.action(func() error {
+		// A signal from now on stops serve cleanly, even one that comes
+		// while the inputs are read.
+		ctx, stop := c.signalContext()
+		defer stop()
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
 			*follow = "-"
@@ -116,8 +118,6 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		if err != nil {
 			return withCode(2, err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
 		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure, envs: envs})
 	}))
 }
@@ -140,6 +140,9 @@ func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) e
 	g.Go(func() error { return srv.Run(ctx) })
 	g.Go(func() error {
 		for _, f := range in.results {
+			if ctx.Err() != nil {
+				return nil // interrupted: the files left are not read
+			}
 			start := time.Now()
 			n, err := srv.ReplayFile(f)
 			if err != nil {
