@@ -79,12 +79,12 @@ type namedChart struct {
 // envChartList is every chart the envelope report draws.
 func envChartList(env *envelope.Envelope) []namedChart {
 	var cats []string
-	var rps, ips, p50, p95, p99 []float64
+	var rps, ips, p95, p99 []float64
+	labels := envRunLabels(env)
 	for i, r := range env.Runs {
-		cats = append(cats, envRunLabel(r.Source, i))
+		cats = append(cats, labels[i])
 		rps = append(rps, r.RPS)
 		ips = append(ips, r.IterationsPerS)
-		p50 = append(p50, math.Max(r.Median, 1e-3))
 		p95 = append(p95, math.Max(r.P95, 1e-3))
 		p99 = append(p99, math.Max(r.P99, 1e-3))
 	}
@@ -105,10 +105,13 @@ func envChartList(env *envelope.Envelope) []namedChart {
 	}
 	l := env.Latency
 	if l.P95.N > 0 {
+		// A linear axis over the tail only: on a log axis that also
+		// holds the medians, two decades below, a p95 band of a few
+		// percent is one or two pixels tall. The medians are in the text.
 		c := chart.Chart{
-			Title: "http_req_duration per run: p50, p95, p99 and their bands", YLabel: "ms (log scale)", Categories: cats, LogY: true,
-			Lines: []chart.Series{{Name: "p50", Values: p50}, {Name: "p95", Values: p95}},
-			Bands: []chart.Band{{Name: "p50 band", Low: l.Median.Min, High: l.Median.Max}, {Name: "p95 band", Low: l.P95.Min, High: l.P95.Max}},
+			Title: "http_req_duration per run: p95, p99 and their bands", YLabel: "ms", Categories: cats,
+			Lines: []chart.Series{{Name: "p95", Values: p95}},
+			Bands: []chart.Band{{Name: "p95 band", Low: l.P95.Min, High: l.P95.Max}},
 		}
 		if l.P99.N > 0 {
 			c.Lines = append(c.Lines, chart.Series{Name: "p99", Values: p99})
@@ -181,6 +184,7 @@ var envelopeTemplate = sync.OnceValue(func() *template.Template {
 		"short":     envShort,
 		"thousands": envThousands,
 		"runLabel":  envRunLabel,
+		"ms":        envMS,
 		"seconds":   envSecondsRange,
 		"rare":      func(k int) string { return envRareWord(k, 0) },
 		"list":      envList,
@@ -213,6 +217,8 @@ type envView struct {
 	Above, Below   []string // endpoints whose p95 band lies above / not above the aggregate's
 	OperatingPoint string
 	Pics           struct{ Throughput, Iterations, Latency, Endpoints string }
+	RunLabels      []string // each run's name: its testid, else its file
+	MaxSeconds     bool     // the Max band reads in s, so the run table's maxima do too
 }
 
 type envEndpointView struct {
@@ -241,6 +247,8 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	if m, ok := CompareMDC(env, v.T.N); ok {
 		v.MDCCell = envPct(m, 1)
 	}
+	v.RunLabels = envRunLabels(env)
+	v.MaxSeconds = envBandInSeconds(env.Latency.Max)
 	v.MDCSentence = compareMDCSentence(env)
 	v.MDCList = compareMDCList(env)
 	for _, r := range env.Runs {
@@ -304,6 +312,9 @@ func envFig(v float64) string {
 	}
 	d := 3 - int(math.Floor(math.Log10(math.Abs(v))))
 	d = max(0, min(2, d))
+	if roundsAHalf(v, d) {
+		d++ // a stored figure ending in 5 was rounded once already: never twice
+	}
 	s := strconv.FormatFloat(v, 'f', d, 64)
 	// Rounding may carry into a new digit (99.996 → 100.00); redo at the new magnitude.
 	if r, _ := strconv.ParseFloat(s, 64); math.Floor(math.Log10(math.Abs(r))) != math.Floor(math.Log10(math.Abs(v))) {
@@ -311,6 +322,15 @@ func envFig(v float64) string {
 		s = strconv.FormatFloat(v, 'f', d, 64)
 	}
 	return s
+}
+
+// roundsAHalf reports whether v, printed with d decimals, would round
+// away a final 5: v (already rounded to six significant figures in the
+// envelope) would be rounded a second time, as 2387.496 stored as 2387.5
+// would read 2388.
+func roundsAHalf(v float64, d int) bool {
+	_, frac, _ := strings.Cut(strconv.FormatFloat(v, 'f', -1, 64), ".")
+	return len(frac) == d+1 && frac[d] == '5'
 }
 
 func envFixed(v float64, d int) string { return strconv.FormatFloat(v, 'f', d, 64) }
@@ -389,7 +409,8 @@ func envBandText(label string, band envelope.Band, meanLabel string) string {
 	}
 	var b strings.Builder
 	withMean := meanLabel != ""
-	if band.Min >= 1000 && band.Max >= 1000 {
+	label += " (min / max)"
+	if envBandInSeconds(band) {
 		fmt.Fprintf(&b, "- %s: %s / %s s", label, envFixed(band.Min/1000, 2), envFixed(band.Max/1000, 2))
 		if withMean && band.Mean != 0 {
 			fmt.Fprintf(&b, " (%s %s s)", meanLabel, envFixed(band.Mean/1000, 2))
@@ -405,6 +426,18 @@ func envBandText(label string, band envelope.Band, meanLabel string) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// envBandInSeconds reports whether a latency band reads in seconds: both
+// ends at least a second.
+func envBandInSeconds(band envelope.Band) bool { return band.Min >= 1000 && band.Max >= 1000 }
+
+// envMS is a latency in ms, or in s when inS.
+func envMS(v float64, inS bool) string {
+	if inS {
+		return envFixed(v/1000, 2) + " s"
+	}
+	return envFig(v) + " ms"
 }
 
 // envSecondsRange is "2.1–2.8 s" for the maxima band.
@@ -440,6 +473,32 @@ func envEndpointNames(env *envelope.Envelope) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// envRunLabels names each run by its testid, the name k6 and the
+// dashboards know it by, when the runs' testids are known and differ;
+// else by its file.
+func envRunLabels(env *envelope.Envelope) []string {
+	ids := map[string]string{}
+	seen := map[string]bool{}
+	for _, s := range env.Provenance.Sources {
+		if s.TestID != "" {
+			ids[s.File] = s.TestID
+		}
+	}
+	out := make([]string, len(env.Runs))
+	for i, r := range env.Runs {
+		id := ids[r.Source]
+		if id == "" || seen[id] {
+			for j := range env.Runs {
+				out[j] = envRunLabel(env.Runs[j].Source, j)
+			}
+			return out
+		}
+		seen[id] = true
+		out[i] = id
+	}
+	return out
 }
 
 func envRunLabel(source string, i int) string {
