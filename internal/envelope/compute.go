@@ -651,9 +651,9 @@ func provenance(in []Input, opts Options) Provenance {
 		}
 		p.Sources = append(p.Sources, s)
 	}
-	p.GeneratedAt = opts.GeneratedAt.UTC()
+	p.RunsEndedAt = opts.GeneratedAt.UTC()
 	if opts.GeneratedAt.IsZero() {
-		p.GeneratedAt = latest
+		p.RunsEndedAt = latest
 	}
 
 	ref := workloadOf(in[0].Run)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -106,6 +107,10 @@ func Parse(name string, b []byte) (env *Envelope, err error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	if p := &env.Provenance; p.RunsEndedAt.IsZero() {
+		p.RunsEndedAt = p.OldGeneratedAt // the field's former name
+	}
+	env.Provenance.OldGeneratedAt = time.Time{}
 	if errs := env.Validate(); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {

@@ -53,3 +53,29 @@ func TestParseTruncated(t *testing.T) {
 		}
 	}
 }
+
+// The provenance's date is named for what it is, when the runs ended; a
+// file with its former name, generated_at, reads the same.
+func TestRunsEndedAtFormerName(t *testing.T) {
+	y, err := os.ReadFile(filepath.Join("..", "demo", "envelope.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"runs_ended_at", "generated_at"} {
+		b := bytes.Replace(y, []byte("provenance:\n"), []byte("provenance:\n  "+key+": 2026-11-30T09:15:47Z\n"), 1)
+		env, err := Parse("envelope.yaml", b)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if got := env.Provenance.RunsEndedAt.Format("15:04:05"); got != "09:15:47" {
+			t.Errorf("%s: runs ended at %s", key, got)
+		}
+		out, err := Marshal(env, YAML)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(out, []byte("runs_ended_at: ")) || bytes.Contains(out, []byte("generated_at")) {
+			t.Errorf("%s: written as\n%s", key, out[:min(len(out), 300)])
+		}
+	}
+}
