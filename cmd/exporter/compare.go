@@ -69,6 +69,9 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if err != nil {
 			return withCode(2, err)
 		}
+		if err := checkCandidateWindow(runs, *files, opts.SkipWarmup, skipSet); err != nil {
+			return withCode(2, err)
+		}
 		res, err := compare.Compare(env, runs, opts)
 		if err != nil {
 			return withCode(2, err)
@@ -166,6 +169,36 @@ func candidateWarmup(env *envelope.Envelope, flag time.Duration, set bool) (time
 		return 0, fmt.Errorf("envelope provenance.skip_warmup %q: not a duration", env.Provenance.SkipWarmup)
 	}
 	return d, nil
+}
+
+// checkCandidateWindow refuses candidates the warm-up cannot be dropped
+// from, instead of judging them over another window than the envelope's:
+// a summary file, whose figures cover the whole run, and a run no longer
+// than the warm-up, of which nothing is left.
+func checkCandidateWindow(runs []*k6.Run, files []string, skip time.Duration, set bool) error {
+	if skip <= 0 {
+		return nil
+	}
+	whose := "the envelope's warm-up"
+	if set {
+		whose = "the warm-up (--skip-warmup)"
+	}
+	for i, r := range runs {
+		f := files[i]
+		if r.Mode == k6.ModeSummary {
+			return fmt.Errorf("%s: a summary file holds whole-run figures, so %s of %s cannot be skipped; give the run's point file (k6 --out json or csv), or --skip-warmup 0 to judge the whole run", f, whose, skip)
+		}
+		if len(r.Metrics) > 0 || f == "-" {
+			continue
+		}
+		// Nothing is left after the warm-up: say how long the run was.
+		whole, err := k6.Load(f, k6.LoadOptions{Stats: []string{"count"}})
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: the run (%s) is no longer than %s (%s), so no sample is left to judge; give --skip-warmup with a shorter warm-up, or 0 to judge the whole run", f, whole.Duration.Round(time.Second), whose, skip)
+	}
+	return nil
 }
 
 // windowLine says over which part of each candidate run the figures were

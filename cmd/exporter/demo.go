@@ -6,10 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -68,7 +66,7 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 		}
 		abs, _ := filepath.Abs(out)
 		c.printf("demo output folder: %s\n", abs)
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := c.signalContext()
 		defer stop()
 		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr}
 		for _, s := range demoSteps {

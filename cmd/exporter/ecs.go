@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -37,7 +34,7 @@ func (c *cli) ecsCommand(app *kingpin.Application) {
 		if err != nil {
 			return withCode(2, err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := c.signalContext()
 		defer stop()
 		log := c.logger()
 		n, err := ecs.Record(ctx, client, f, *interval, *count, func(err error) { log.Warn("snapshot skipped", "err", err) })

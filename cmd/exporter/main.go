@@ -15,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -29,6 +30,7 @@ type cli struct {
 	out            *output // stdout, remembering a failed write
 	stdout, stderr io.Writer
 	logConfig      *promslog.Config
+	interrupts     *interrupts // nil: each command installs its own (tests)
 }
 
 // output is an invocation's stdout. It keeps the first write error, so a
@@ -93,7 +95,7 @@ func init() {
 // output); errors and the usage that follows a usage error go to stderr.
 func newApp(stdout, stderr io.Writer) *kingpin.Application {
 	out := &output{w: stdout}
-	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}}
+	c := &cli{out: out, stdout: out, stderr: stderr, logConfig: &promslog.Config{Writer: stderr}, interrupts: processInterrupts}
 	app := kingpin.New("exporter",
 		"Load-test performance envelopes: ingest k6 results and ECS metrics, derive baselines, serve Prometheus series, generate rules and dashboards.")
 	app.Version(version.Print("exporter"))
@@ -107,12 +109,35 @@ func newApp(stdout, stderr io.Writer) *kingpin.Application {
 	return app
 }
 
-// logger builds the logger from --log.level and --log.format.
+// logger builds the logger from --log.level and --log.format. Lines
+// name the source file and line only at debug level: a warning about
+// the user's input is about the input, not about where the code is.
 func (c *cli) logger() *slog.Logger {
-	return promslog.New(c.logConfig)
+	cfg := c.logConfig
+	if cfg.Level == nil {
+		cfg.Level = promslog.NewLevel()
+	}
+	if cfg.Level.Level() <= slog.LevelDebug {
+		return promslog.New(cfg)
+	}
+	opts := &slog.HandlerOptions{Level: cfg.Level, ReplaceAttr: durationText}
+	if cfg.Format != nil && cfg.Format.String() == "json" {
+		return slog.New(slog.NewJSONHandler(cfg.Writer, opts))
+	}
+	return slog.New(slog.NewTextHandler(cfg.Writer, opts))
+}
+
+// durationText writes durations as Go prints them ("1m30s"), as
+// promslog does, in JSON too.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if d, ok := a.Value.Any().(time.Duration); ok {
+		a.Value = slog.StringValue(d.String())
+	}
+	return a
 }
 
 func main() {
+	processInterrupts = catchInterrupts(os.Exit)
 	os.Exit(run(newApp(os.Stdout, os.Stderr), os.Args[1:], os.Stderr))
 }
 
@@ -165,6 +190,9 @@ func run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 		if ee.err == nil {
 			return code
 		}
+	}
+	if ee == nil {
+		err = explainParseError(app, args, err)
 	}
 	_, _ = fmt.Fprintf(stderr, "exporter: %v\n", missingFileMessage(err))
 	return code

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,12 +151,27 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if code != want {
 			t.Fatalf("exporter %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, so, se)
 		}
-		if args[0] == "baseline" && strings.Contains(se, "level=WARN") {
-			t.Errorf("baseline warned: %s", se)
+		if args[0] == "baseline" {
+			readmeBaselineWarnings(t, args, se)
 		}
-		if args[0] == "compare" && !strings.Contains(so, "Result: REGRESSION") {
-			t.Errorf("compare: %s", so)
+		if args[0] == "compare" {
+			if !strings.Contains(so, "Result: REGRESSION") {
+				t.Errorf("compare: %s", so)
+			}
+			// Each endpoint once (the script's Trends and --group-by
+			// name hold the same samples): 4 aggregate figures and p95
+			// and p99 of 4 endpoints, so Holm does not spend its budget
+			// on copies and auth_login's p95 rise stays a regression.
+			if !strings.Contains(so, "across 12 figures") || strings.Contains(so, "name=") {
+				t.Errorf("compare judged duplicated endpoints:\n%s", so)
+			}
+			if !regexp.MustCompile(`(?m)^auth_login p95 .*Regression$`).MatchString(so) {
+				t.Errorf("compare: auth_login p95 is not a regression:\n%s", so)
+			}
 		}
+	}
+	if b, err := os.ReadFile("report.md"); err != nil || strings.Contains(string(b), "### name=") {
+		t.Errorf("the report lists an endpoint twice (or is missing: %v)", err)
 	}
 	for _, c := range []string{"baseline", "report", "rules", "serve", "dashboards", "compare"} {
 		if !ran[c] {
@@ -184,6 +200,38 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 }
 
+// readmeBaselineWarnings holds baseline to its one warning over the
+// fixtures' runs, which, like most existing runs, carry no envelope tag:
+// the walkthrough's match selects none of them, and baseline says so
+// with the tag they do carry.
+func readmeBaselineWarnings(t *testing.T, args []string, stderr string) {
+	t.Helper()
+	match := ""
+	for i, a := range args {
+		if a == "--match" && i+1 < len(args) {
+			match = args[i+1]
+		}
+	}
+	if match == "" {
+		if strings.Contains(stderr, "level=WARN") {
+			t.Errorf("baseline warned: %s", stderr)
+		}
+		return
+	}
+	var warns []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if strings.Contains(l, "level=WARN") {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "selects none of the 3 runs") || !strings.Contains(warns[0], "testid (") {
+		t.Errorf("baseline over untagged runs with --match %s: want one warning that it selects none of them, naming testid; got:\n%s", match, stderr)
+	}
+	if strings.Contains(stderr, "source=") {
+		t.Errorf("baseline's warnings name source lines: %s", stderr)
+	}
+}
+
 // readmeServe runs the walkthrough's serve command on a free loopback
 // port until it has replayed its results, then stops it as Ctrl-C does.
 func readmeServe(t *testing.T, args []string) {
@@ -193,14 +241,16 @@ func readmeServe(t *testing.T, args []string) {
 	code := make(chan int, 1)
 	go func() { code <- runCLI(append(args, "--web.listen-address=127.0.0.1:0"), &o, &e) }()
 	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(e.String(), "replayed results") {
+	// The fixtures' runs carry no envelope tag: once replayed, serve
+	// warns that the envelope's match selects none of their series.
+	for !strings.Contains(e.String(), "replayed results") || !strings.Contains(e.String(), "selects none of the k6 series replayed") {
 		select {
 		case c := <-code:
 			t.Fatalf("serve exited %d before replaying:\n%s", c, e.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not replay its results:\n%s", e.String())
+			t.Fatalf("serve did not replay its results and warn about the envelope's match:\n%s", e.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -237,5 +287,31 @@ func TestReadmeFolders(t *testing.T) {
 		if d.IsDir() && !strings.Contains(sec, "`internal/"+d.Name()+"/`") {
 			t.Errorf("the README's \"How data flows\" table does not name internal/%s/", d.Name())
 		}
+	}
+}
+
+// A binary size in the README says which build it measures: a plain
+// `go build` is about a third larger than the stripped image build, so a
+// figure without its flags misleads whoever checks it.
+func TestReadmeBinarySizesSayWhichBuild(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	n := 0
+	for _, m := range regexp.MustCompile(`\d+\.\d MB`).FindAllStringIndex(s, -1) {
+		before := s[max(0, m[0]-200):m[0]]
+		if !strings.Contains(before, "build") && !strings.Contains(before, "binary") {
+			continue // a data file's size
+		}
+		n++
+		after := s[m[1]:min(len(s), m[1]+40)]
+		if !strings.HasPrefix(after, " stripped") && !strings.HasPrefix(after, " from a plain `go build`") {
+			t.Errorf("README: %q does not say which build it measures (stripped, or a plain go build)", s[max(0, m[0]-60):min(len(s), m[1]+40)])
+		}
+	}
+	if n < 3 {
+		t.Errorf("found %d binary sizes in the README, want the image's and the full build's", n)
 	}
 }

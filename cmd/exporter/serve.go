@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -54,6 +52,10 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	collectors := c.serveCollectorFlags(cmd)
 
 	cmd.Action(c.action(func() error {
+		// A signal from now on stops serve cleanly, even one that comes
+		// while the inputs are read.
+		ctx, stop := c.signalContext()
+		defer stop()
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
 			*follow = "-"
@@ -107,6 +109,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 			return withCode(2, err)
 		}
 		cfg.Envelopes = envs
+		warnUnexportedMatch(log, envs, *allow)
 		for _, mk := range collectors {
 			col, err := mk()
 			if err != nil {
@@ -120,9 +123,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		if err != nil {
 			return withCode(2, err)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure})
+		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure, envs: envs})
 	}))
 }
 
@@ -132,6 +133,7 @@ type serveInputs struct {
 	push         string
 	pushInterval time.Duration
 	pushInsecure bool
+	envs         []*envelope.Envelope
 }
 
 // serve replays the finished files (not ready until done), follows the
@@ -143,6 +145,9 @@ func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) e
 	g.Go(func() error { return srv.Run(ctx) })
 	g.Go(func() error {
 		for _, f := range in.results {
+			if ctx.Err() != nil {
+				return nil // interrupted: the files left are not read
+			}
 			start := time.Now()
 			n, err := srv.ReplayFile(f)
 			if err != nil {
@@ -151,6 +156,9 @@ func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) e
 			log.Info("replayed results", "file", f, "points", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 		srv.SetReady(true)
+		if len(in.results) > 0 {
+			warnUnselected(log, in.envs, srv.K6Gatherer())
+		}
 		return nil
 	})
 	switch in.follow {

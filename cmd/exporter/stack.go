@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -46,7 +44,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 
 	cmd.Action(c.action(func() error {
 		log := c.logger()
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := c.signalContext()
 		defer stop()
 
 		env, err := stackEnvelope(*envFile)

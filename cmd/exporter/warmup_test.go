@@ -3,9 +3,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
@@ -65,6 +71,9 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 		{"whole run on request", []string{"--skip-warmup", "0", sixMinC}, -1, "whole run"},
 		{"json says the window", []string{"--format", "json", sixMinC}, 0, `"skip_warmup": "3m0s"`},
 		{"negative window", []string{"--skip-warmup=-1m", sixMinC}, 2, "non-negative"},
+		{"summary cannot skip", []string{summaryA}, 2, "a summary file holds whole-run figures, so the envelope's warm-up of 3m0s cannot be skipped"},
+		{"summary whole run on request", []string{"--skip-warmup", "0", summaryA}, -1, "whole run"},
+		{"run shorter than the warm-up", []string{shortRun(t)}, 2, "the run (1m33s) is no longer than the envelope's warm-up (3m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, so, se := captureRun(t, append([]string{"compare", "--envelope", envPath}, tc.args...)...)
@@ -79,4 +88,48 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summaryA is the k6 summary of baseline run a.
+var summaryA = filepath.Join("..", "..", "internal", "compare", "testdata", "baseline-a.summary.json")
+
+// shortRun writes the first 1m33s of the regressed six-minute run: a run
+// stopped before the envelope's 3-minute warm-up ended.
+func shortRun(t *testing.T) string {
+	t.Helper()
+	f, err := os.Open(sixMinRegresed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // only read
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "short.ndjson")
+	var b bytes.Buffer
+	var start time.Time
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l struct {
+			Data struct {
+				Time time.Time `json:"time"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &l); err == nil && !l.Data.Time.IsZero() {
+			if start.IsZero() {
+				start = l.Data.Time
+			}
+			if l.Data.Time.Sub(start) > 93*time.Second {
+				break
+			}
+		}
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -170,7 +170,7 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	p.Title.Text = c.Title
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
-	p.Y.Tick.Marker = spanTicks{}
+	p.Y.Tick.Marker = Ticks{}
 	if c.LogY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -357,12 +357,19 @@ func save(p *plot.Plot, w, h vg.Length, path string) (err error) {
 	return err
 }
 
-// spanTicks are gonum's default ticks with labels printed at the
-// precision the tick spacing needs: an axis from 55.9 to 56.3 reads
-// 55.9, 56.0, 56.1, … rather than 56, 56, 56.
-type spanTicks struct{}
+// Ticks are gonum's default ticks with labels printed at the precision
+// the tick values themselves need: an axis from 55.9 to 56.3 reads
+// 55.9, 56.0, 56.1, … rather than 56, 56, 56, and ticks at 54.95,
+// 55.10, 55.25 read so, not 54.9, 55.1, 55.2 (a label one decimal short
+// of its tick misreads every point by up to half a step). All labels of
+// an axis share one precision.
+type Ticks struct{}
 
-func (spanTicks) Ticks(lo, hi float64) []plot.Tick {
+// maxPrec bounds the decimals a label gets: a tick needing more is
+// float noise around a rounder value.
+const maxPrec = 10
+
+func (Ticks) Ticks(lo, hi float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(lo, hi)
 	var major []float64
 	for _, t := range ts {
@@ -380,13 +387,74 @@ func (spanTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(step > 0) || math.IsInf(step, 0) {
 		return ts
 	}
+	// Enough decimals to tell neighbours apart, and then enough for
+	// every label to read back as its tick's value.
 	prec := max(0, int(math.Ceil(-math.Log10(step)-1e-9)))
+	for _, v := range major {
+		for prec < maxPrec && !readsAs(strconv.FormatFloat(v, 'f', prec, 64), v, step) {
+			prec++
+		}
+	}
 	for i := range ts {
 		if ts[i].Label != "" {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', prec, 64)
 		}
 	}
 	return ts
+}
+
+// readsAs reports whether label is the number v, up to float noise far
+// below the axis's tick step.
+func readsAs(label string, v, step float64) bool {
+	x, err := strconv.ParseFloat(label, 64)
+	return err == nil && math.Abs(x-v) <= 1e-6*step
+}
+
+// CheckTicks reads back every tick label the plot's numeric axes will
+// draw over their final ranges and reports the first that is not the
+// number at its tick's position. Category axes (labels that are names)
+// are skipped. Reports and tests call it on every chart they draw.
+func CheckTicks(p *plot.Plot) error {
+	for _, ax := range []struct {
+		name string
+		a    *plot.Axis
+	}{{"x", &p.X}, {"y", &p.Y}} {
+		if _, names := ax.a.Tick.Marker.(plot.ConstantTicks); names {
+			continue // category names at 0, 1, 2, …
+		}
+		ts := ax.a.Tick.Marker.Ticks(ax.a.Min, ax.a.Max)
+		var vals []float64
+		numeric := true
+		for _, t := range ts {
+			if t.Label == "" {
+				continue
+			}
+			if _, err := strconv.ParseFloat(t.Label, 64); err != nil {
+				numeric = false
+				break
+			}
+			vals = append(vals, t.Value)
+		}
+		if !numeric {
+			continue
+		}
+		if len(vals) < 2 {
+			return fmt.Errorf("chart %q: %s axis %g–%g has %d labelled ticks", p.Title.Text, ax.name, ax.a.Min, ax.a.Max, len(vals))
+		}
+		step := math.Inf(1)
+		for i := 1; i < len(vals); i++ {
+			step = math.Min(step, math.Abs(vals[i]-vals[i-1]))
+		}
+		if _, log := ax.a.Scale.(plot.LogScale); log {
+			step = math.Abs(vals[0]) // a log axis: compare relative to the smallest value
+		}
+		for _, t := range ts {
+			if t.Label != "" && !readsAs(t.Label, t.Value, step) {
+				return fmt.Errorf("chart %q: %s-axis tick at %v is labelled %q", p.Title.Text, ax.name, t.Value, t.Label)
+			}
+		}
+	}
+	return nil
 }
 
 // Paths are the files WriteThemed wrote, relative to the report.

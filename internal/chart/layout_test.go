@@ -4,6 +4,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func TestSpanTicksPrecision(t *testing.T) {
 	}{{55.9, 56.35}, {0.001, 0.004}, {0, 1000}, {357.7, 405.3}, {99.98, 100.02}} {
 		seen := map[string]bool{}
 		n := 0
-		for _, tk := range (spanTicks{}).Ticks(tc.lo, tc.hi) {
+		for _, tk := range (Ticks{}).Ticks(tc.lo, tc.hi) {
 			if tk.Label == "" {
 				continue
 			}
@@ -66,5 +67,39 @@ func TestChartsKeepAMargin(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Every label reads back as its tick's value over axes of many spans and
+// offsets, among them the throughput axes whose ticks fall at 0.05
+// offsets (54.95, 55.10, 55.25), which one decimal misread by 0.05.
+func TestTicksReadAsTheirValues(t *testing.T) {
+	for _, base := range []float64{0, 0.003, 1, 54.8, 56.35, 997, 12345} {
+		for _, span := range []float64{0.004, 0.05, 0.3, 0.6, 1.1, 7, 130, 2500} {
+			lo, hi := base, base+span
+			ts := (Ticks{}).Ticks(lo, hi)
+			n := 0
+			for _, tk := range ts {
+				if tk.Label == "" {
+					continue
+				}
+				n++
+				if !readsAs(tk.Label, tk.Value, span/100) {
+					t.Errorf("%g–%g: tick at %v labelled %q", lo, hi, tk.Value, tk.Label)
+				}
+			}
+			if n < 2 {
+				t.Errorf("%g–%g: %d labelled ticks", lo, hi, n)
+			}
+		}
+	}
+	var labels []string
+	for _, tk := range (Ticks{}).Ticks(54.8, 55.4) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Contains(labels, "54.95") || !slices.Contains(labels, "55.25") {
+		t.Errorf("54.8–55.4 labels %q, want 54.95 and 55.25 among them", labels)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
@@ -51,6 +52,16 @@ func TestScaling(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(dir, th, "scaling.png"))
 		if err != nil || len(b) < 1000 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("%s chart: %v, %d bytes", th, err, len(b))
+		}
+	}
+	// Every tick label of the chart reads as its tick's value.
+	for _, th := range chart.Themes() {
+		p, err := s.plot(th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chart.CheckTicks(p); err != nil {
+			t.Error(err)
 		}
 	}
 	var js bytes.Buffer

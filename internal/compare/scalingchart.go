@@ -59,6 +59,7 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 		a.Label.TextStyle.Color = t.Foreground
 		a.Tick.Color = t.Foreground
 		a.Tick.Label.Color = t.Foreground
+		a.Tick.Marker = chart.Ticks{}
 	}
 	grid := plotter.NewGrid()
 	grid.Vertical.Color, grid.Horizontal.Color = t.Grid, t.Grid

@@ -19,7 +19,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // timeFilter is Grafana's $__timeFilter macro.
 var timeFilter = regexp.MustCompile(`\$__timeFilter\((COALESCE\(r\.commit_time, r\.run_time\))\)`)

@@ -132,6 +132,7 @@ func checkRuns(env *Envelope, in []Input, opts Options, w *warnings) error {
 		w.add("only %d runs: the confidence interval is wide (t(0.975, %d) = %.2f) and a band of %d values says little; repeat the test at least 3 times", n, n-1, stats.TQuantile(0.975, float64(n-1)), n)
 	}
 	env.Provenance = provenance(in, opts)
+	checkMatchRuns(opts.Match, in, w)
 	if d, ok := measuredDurationDisagrees(in, opts.Workload, skippedWarmup(in, opts)); ok {
 		// `k6 inspect` resolves options without the runs' -e values, so a
 		// script reading __ENV.DURATION reports its default. compare
@@ -394,10 +395,11 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 		keys = append(keys, endpointKey{name: key, ep: Endpoint{Tag: tv[0], Value: tv[1]},
 			get: func(r *k6.Run) *k6.Metric { return r.Metrics[name] }})
 	}
+	dup := duplicateGroups(in, groupBy, sortedKeys(trends), sortedKeys(groups))
 	for _, v := range sortedKeys(groups) {
 		key := groupBy + "=" + v
-		if taken[key] {
-			continue // the same band already came from a sub-metric
+		if taken[key] || dup[v] {
+			continue // the same band already came from a sub-metric or a custom trend
 		}
 		keys = append(keys, endpointKey{name: key, ep: Endpoint{Tag: groupBy, Value: v},
 			get: func(r *k6.Run) *k6.Metric {
@@ -408,6 +410,61 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 			}})
 	}
 	return keys
+}
+
+// duplicateGroups finds the --group-by values whose http_req_duration
+// samples are exactly a custom trend's in every run: a script with one
+// Trend per endpoint, fed the request's duration and tagged by name,
+// would otherwise list every endpoint twice, and compare would judge
+// each figure twice and spend its Holm budget on the copies. The custom
+// trend is kept. Runs without points cannot tell, so nothing is dropped.
+func duplicateGroups(in []Input, groupBy string, trends, groups []string) map[string]bool {
+	dup := map[string]bool{}
+	if groupBy == "" || len(trends) == 0 || len(groups) == 0 {
+		return dup
+	}
+	same := map[[2]string]bool{} // {group value, trend}: equal so far
+	for _, v := range groups {
+		for _, tr := range trends {
+			same[[2]string{v, tr}] = true
+		}
+	}
+	for _, r := range in {
+		if len(r.Run.Points) == 0 {
+			return map[string]bool{}
+		}
+		byTrend := map[string][]float64{}
+		byGroup := map[string][]float64{}
+		for _, p := range r.Run.Points {
+			if p.Metric == "http_req_duration" {
+				if v, ok := p.Tags[groupBy]; ok {
+					byGroup[v] = append(byGroup[v], p.Value)
+				}
+				continue
+			}
+			if slices.Contains(trends, p.Metric) {
+				byTrend[p.Metric] = append(byTrend[p.Metric], p.Value)
+			}
+		}
+		for _, xs := range byTrend {
+			slices.Sort(xs)
+		}
+		for _, xs := range byGroup {
+			slices.Sort(xs)
+		}
+		for k, ok := range same {
+			if ok {
+				g, t := byGroup[k[0]], byTrend[k[1]]
+				same[k] = len(g) > 0 && slices.Equal(g, t)
+			}
+		}
+	}
+	for k, ok := range same {
+		if ok {
+			dup[k[0]] = true
+		}
+	}
+	return dup
 }
 
 // withShares fills each endpoint's share of all requests where the files
@@ -594,9 +651,9 @@ func provenance(in []Input, opts Options) Provenance {
 		}
 		p.Sources = append(p.Sources, s)
 	}
-	p.GeneratedAt = opts.GeneratedAt.UTC()
+	p.RunsEndedAt = opts.GeneratedAt.UTC()
 	if opts.GeneratedAt.IsZero() {
-		p.GeneratedAt = latest
+		p.RunsEndedAt = latest
 	}
 
 	ref := workloadOf(in[0].Run)

@@ -47,14 +47,17 @@ type Envelope struct {
 
 // Provenance says where the envelope came from.
 type Provenance struct {
-	// GeneratedAt is when the runs ended, as the sources tell (never the
-	// clock, so regenerating is byte-stable); absent when no source
-	// carries a time, as summary exports don't.
-	GeneratedAt time.Time `json:"generated_at,omitzero" yaml:"generated_at,omitempty"`
-	Sources     []Source  `json:"sources" yaml:"sources"`
-	Workload    Workload  `json:"workload" yaml:"workload"`
-	SkipWarmup  string    `json:"skip_warmup,omitempty" yaml:"skip_warmup,omitempty"` // Go duration
-	GroupBy     string    `json:"group_by,omitempty" yaml:"group_by,omitempty"`
+	// RunsEndedAt is when the last run ended, as the sources tell (never
+	// the clock, so regenerating is byte-stable); absent when no source
+	// carries a time, as summary exports don't. Files written before it
+	// had its name call it generated_at, which is still read.
+	RunsEndedAt time.Time `json:"runs_ended_at,omitzero" yaml:"runs_ended_at,omitempty"`
+	// OldGeneratedAt reads the former name of RunsEndedAt; never written.
+	OldGeneratedAt time.Time `json:"generated_at,omitzero" yaml:"generated_at,omitempty"`
+	Sources        []Source  `json:"sources" yaml:"sources"`
+	Workload       Workload  `json:"workload" yaml:"workload"`
+	SkipWarmup     string    `json:"skip_warmup,omitempty" yaml:"skip_warmup,omitempty"` // Go duration
+	GroupBy        string    `json:"group_by,omitempty" yaml:"group_by,omitempty"`
 }
 
 // Source is one run file.

@@ -226,8 +226,8 @@ func TestSaturationWithinRuns(t *testing.T) {
 		t.Errorf("saturation = %+v", env.Saturation)
 	}
 	// Provenance takes the date from the sources, never the clock.
-	if !env.Provenance.GeneratedAt.Equal(t0.Add(2 * time.Minute)) {
-		t.Errorf("generated_at = %v, want the run's end", env.Provenance.GeneratedAt)
+	if !env.Provenance.RunsEndedAt.Equal(t0.Add(2 * time.Minute)) {
+		t.Errorf("runs_ended_at = %v, want the run's end", env.Provenance.RunsEndedAt)
 	}
 }
 

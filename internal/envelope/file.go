@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -76,8 +77,16 @@ func ReadFile(path string) (*Envelope, error) {
 // Parse decodes an envelope from YAML or JSON (JSON is YAML, but is
 // decoded strictly as JSON when it starts with '{') and validates it.
 // Errors name the file, the line where known, and the field.
-func Parse(name string, b []byte) (*Envelope, error) {
-	env := &Envelope{}
+func Parse(name string, b []byte) (env *Envelope, err error) {
+	defer func() {
+		// A cut file fails somewhere; its cause is the cut.
+		if err != nil {
+			if terr := truncated(name, b, err); terr != nil {
+				env, err = nil, terr
+			}
+		}
+	}()
+	env = &Envelope{}
 	var root yaml.Node
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		dec := json.NewDecoder(bytes.NewReader(b))
@@ -98,6 +107,10 @@ func Parse(name string, b []byte) (*Envelope, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	if p := &env.Provenance; p.RunsEndedAt.IsZero() {
+		p.RunsEndedAt = p.OldGeneratedAt // the field's former name
+	}
+	env.Provenance.OldGeneratedAt = time.Time{}
 	if errs := env.Validate(); len(errs) > 0 {
 		msgs := make([]string, len(errs))
 		for i, e := range errs {

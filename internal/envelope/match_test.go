@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 func TestParseMatch(t *testing.T) {
@@ -58,5 +60,51 @@ func TestMatchInFile(t *testing.T) {
 	_, err = Parse("bad.yaml", []byte(bad))
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml:4: field match:") {
 		t.Fatalf("err = %v, want file, line and field match", err)
+	}
+}
+
+// A match that selects none (or some) of the baseline's own runs is
+// said, with the test-wide tags the runs carry; one that selects every
+// run, and runs without points (summaries), say nothing.
+func TestCheckMatchRuns(t *testing.T) {
+	run := func(file, testid string) Input {
+		tags := map[string]string{"testid": testid}
+		return Input{Source: Source{File: file}, Run: &k6.Run{Points: []k6.Point{
+			{Metric: "vus", Value: 50, Tags: tags},
+			{Metric: "http_reqs", Value: 1, Tags: map[string]string{"testid": testid, "name": "home"}},
+		}}}
+	}
+	in := []Input{run("run-1.ndjson", "run-1"), run("run-2.ndjson", "run-2")}
+	tests := []struct {
+		match string
+		in    []Input
+		want  []string // substrings of the one warning; nil for none
+	}{
+		{`envelope="my-baseline"`, in, []string{`--match envelope="my-baseline" selects none of the 2 runs`, "testid (run-1, run-2)", "--tag"}},
+		{`foo="bar"`, in, []string{"selects none of the 2 runs"}},
+		{`testid="run-1"`, in, []string{"selects 1 of the 2 runs (not run-2.ndjson)"}},
+		{`testid=~"run-.*"`, in, nil},
+		{`name="home"`, in, nil},
+		{"", in, nil},
+		{`envelope="x"`, []Input{{Source: Source{File: "a.json"}, Run: &k6.Run{}}}, nil},
+	}
+	for _, tt := range tests {
+		var w warnings
+		checkMatchRuns(tt.match, tt.in, &w)
+		if tt.want == nil {
+			if len(w) != 0 {
+				t.Errorf("%s: warned %q", tt.match, w)
+			}
+			continue
+		}
+		if len(w) != 1 {
+			t.Errorf("%s: warnings %q, want one", tt.match, w)
+			continue
+		}
+		for _, s := range tt.want {
+			if !strings.Contains(w[0], s) {
+				t.Errorf("%s: warning %q lacks %q", tt.match, w[0], s)
+			}
+		}
 	}
 }

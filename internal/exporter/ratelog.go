@@ -22,20 +22,22 @@ func newRateLog(l *slog.Logger, interval time.Duration) *rateLog {
 	return &rateLog{log: l, interval: interval, last: map[string]time.Time{}, dropped: map[string]int{}, now: time.Now}
 }
 
-func (r *rateLog) warn(reason, msg string, args ...any) {
+// warn logs msg with args unless a line of the same key was logged
+// within the interval. The key only groups lines; args say the reason.
+func (r *rateLog) warn(key, msg string, args ...any) {
 	now := r.now()
 	r.mu.Lock()
-	if now.Sub(r.last[reason]) < r.interval {
-		r.dropped[reason]++
+	if now.Sub(r.last[key]) < r.interval {
+		r.dropped[key]++
 		r.mu.Unlock()
 		return
 	}
-	n := r.dropped[reason]
-	r.dropped[reason] = 0
-	r.last[reason] = now
+	n := r.dropped[key]
+	r.dropped[key] = 0
+	r.last[key] = now
 	r.mu.Unlock()
 	if n > 0 {
 		args = append(args, "suppressed_since_last", n)
 	}
-	r.log.Warn(msg, append([]any{"reason", reason}, args...)...)
+	r.log.Warn(msg, args...)
 }

@@ -2,10 +2,13 @@ package exporter
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // A flood of bad input logs once per interval and reason, then says how
@@ -32,5 +35,25 @@ func TestRateLog(t *testing.T) {
 	last := buf.String()[strings.LastIndex(strings.TrimSpace(buf.String()), "\n")+1:]
 	if !strings.Contains(last, "suppressed_since_last=100") {
 		t.Errorf("last line %q lacks the suppressed count", last)
+	}
+}
+
+// A bad-input line names each attribute once: the reason the input was
+// refused, its source, the error.
+func TestBadInputLogNamesEachKeyOnce(t *testing.T) {
+	var buf bytes.Buffer
+	s, err := New(Config{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.refuse(SourceResults, otlp.Refuse("bad_value", errors.New(`metric "x": value NaN`)), 1)
+	line := buf.String()
+	for _, k := range []string{"reason=", "source=", "err="} {
+		if n := strings.Count(line, " "+k); n != 1 {
+			t.Errorf("%q appears %d times in %q", k, n, line)
+		}
+	}
+	if !strings.Contains(line, "reason=bad_value") {
+		t.Errorf("line %q lacks reason=bad_value", line)
 	}
 }

@@ -30,6 +30,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/promtest"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -388,14 +390,15 @@ func grpcBombFrame() []byte {
 }
 
 // TestMain runs the test binary as the attacker of BenchmarkSoak/stalled
-// when SOAK_STALL_ADDR is set, and as the tests otherwise.
+// when SOAK_STALL_ADDR is set, and as the tests otherwise, with
+// Prometheus and promtool built before the tests' timer starts.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("SOAK_STALL_ADDR"); addr != "" {
 		n, _ := strconv.Atoi(os.Getenv("SOAK_STALL_CALLS"))
 		stalledCalls(addr, n)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(promtest.Main(m, "prometheus", "promtool"))
 }
 
 // stalledCalls starts n gRPC calls to addr that stall after one byte of

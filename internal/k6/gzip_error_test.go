@@ -3,6 +3,8 @@ package k6
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -41,6 +43,11 @@ func TestTruncatedGzipIsReadError(t *testing.T) {
 				if !strings.Contains(err.Error(), "run.ndjson.gz") || !strings.Contains(err.Error(), "broken gzip stream") {
 					t.Fatalf("workers=%d: error %q does not name the file and the broken gzip stream", workers, err)
 				}
+				// ... and where it breaks: the line of the unpacked text
+				// the cut falls in.
+				if want := fmt.Sprintf("cut short in line %d of the unpacked text", unpackedLines(full[:tc.cut])+1); !strings.Contains(err.Error(), want) {
+					t.Fatalf("workers=%d: error %q lacks %q", workers, err, want)
+				}
 			}
 		})
 	}
@@ -48,4 +55,14 @@ func TestTruncatedGzipIsReadError(t *testing.T) {
 	if _, err := LoadReader("run.ndjson.gz", bytes.NewReader(full), LoadOptions{}); err != nil {
 		t.Fatalf("intact gzip: %v", err)
 	}
+}
+
+// unpackedLines counts the newlines a cut gzip stream unpacks to.
+func unpackedLines(cut []byte) int {
+	zr, err := gzip.NewReader(bytes.NewReader(cut))
+	if err != nil {
+		return 0
+	}
+	b, _ := io.ReadAll(zr) // the error is the cut
+	return bytes.Count(b, []byte("\n"))
 }

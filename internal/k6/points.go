@@ -45,10 +45,29 @@ func NewInput(name string, r io.Reader) (*Input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: broken gzip stream: %v", name, err)
 		}
-		in.Reader = bufio.NewReaderSize(gz, 64<<10)
+		in.Reader = bufio.NewReaderSize(&gzipLines{gz: gz}, 64<<10)
 		in.close = append(in.close, gz.Close)
 	}
 	return in, nil
+}
+
+// gzipLines unpacks a gzip stream counting the lines unpacked, so a
+// stream that breaks (a file cut short, a bad checksum) says where.
+type gzipLines struct {
+	gz    *gzip.Reader
+	lines int64
+}
+
+func (g *gzipLines) Read(p []byte) (int, error) {
+	n, err := g.gz.Read(p)
+	g.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		err = fmt.Errorf("%w: the file is cut short in line %d of the unpacked text (after %d complete lines)", err, g.lines+1, g.lines)
+	case err != nil && err != io.EOF:
+		err = fmt.Errorf("%w in line %d of the unpacked text", err, g.lines+1)
+	}
+	return n, err
 }
 
 // Close releases the gzip reader and the file OpenInput opened.

@@ -98,6 +98,18 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	return p, nil
 }
 
+// BuildTools builds each named tool (GoTool) and returns the first
+// error. Test packages call it from TestMain, before their tests' timer
+// starts (see promtest.Main).
+func BuildTools(ctx context.Context, names ...string) error {
+	for _, n := range names {
+		if _, err := GoTool(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 // listsTool reports whether go.mod's tool directive names a package whose
 // last element is name.
 func listsTool(root, name string) bool {

@@ -18,6 +18,28 @@ import (
 	"github.com/envelope-dev/envelope/internal/promproc"
 )
 
+// Main runs the tests of a package that use the module's Prometheus or
+// promtool, after building the named tools (once for all packages, under
+// promproc's lock): call it as os.Exit(promtest.Main(m, "prometheus")) in
+// TestMain. The test binary's timeout (10 minutes by default) starts in
+// m.Run, so the build, minutes on a cold cache of a busy small machine,
+// or the wait for another package building it, counts against no test.
+// `go test` still stops a binary one minute after its timeout, whatever
+// it was doing. A failed build is left to the tests that ask for the tool
+// (which fail, or skip where allowed).
+func Main(m *testing.M, tools ...string) int {
+	Build(tools...)
+	return m.Run()
+}
+
+// Build builds the tools as Main does, for a TestMain that runs its
+// tests another way (with a PostgreSQL of its own, say).
+func Build(tools ...string) {
+	if err := promproc.BuildTools(context.Background(), tools...); err != nil {
+		fmt.Fprintf(os.Stderr, "promtest: %v\n", err)
+	}
+}
+
 // Options configure Start.
 type Options struct {
 	// Config is the content of prometheus.yml. Rule files it names are

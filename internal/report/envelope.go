@@ -58,21 +58,38 @@ const (
 // envCharts draws the report's charts and returns the <picture> snippet
 // of each by name.
 func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
+	pics := map[string]string{}
+	for _, c := range envChartList(env) {
+		p, err := chart.WriteThemed(c.c, dir, c.name)
+		if err != nil {
+			return nil, err
+		}
+		pics[c.name] = chart.Picture(c.alt, p)
+	}
+	return pics, nil
+}
+
+// namedChart is one chart of the report: its file name, alt text and
+// what it draws.
+type namedChart struct {
+	name, alt string
+	c         chart.Chart
+}
+
+// envChartList is every chart the envelope report draws.
+func envChartList(env *envelope.Envelope) []namedChart {
 	var cats []string
-	var rps, ips, p50, p95, p99 []float64
+	var rps, ips, p95, p99 []float64
+	labels := envRunLabels(env)
 	for i, r := range env.Runs {
-		cats = append(cats, envRunLabel(r.Source, i))
+		cats = append(cats, labels[i])
 		rps = append(rps, r.RPS)
 		ips = append(ips, r.IterationsPerS)
-		p50 = append(p50, math.Max(r.Median, 1e-3))
 		p95 = append(p95, math.Max(r.P95, 1e-3))
 		p99 = append(p99, math.Max(r.P99, 1e-3))
 	}
 	t := env.Throughput
-	charts := []struct {
-		name, alt string
-		c         chart.Chart
-	}{
+	charts := []namedChart{
 		{ChartThroughput, "Throughput per run with the band", chart.Chart{
 			Title: "Throughput per run (http_reqs rate)", YLabel: "req/s", Categories: cats,
 			Lines: []chart.Series{{Name: "run rate", Values: rps}},
@@ -81,29 +98,26 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 	}
 	if env.Iterations.N > 0 {
 		it := env.Iterations
-		charts = append(charts, struct {
-			name, alt string
-			c         chart.Chart
-		}{ChartIterations, "Iteration rate per run with the band", chart.Chart{
+		charts = append(charts, namedChart{ChartIterations, "Iteration rate per run with the band", chart.Chart{
 			Title: "Iteration rate per run", YLabel: "iter/s", Categories: cats,
 			Lines: []chart.Series{{Name: "run rate", Values: ips}},
 			Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s iter/s", envFig(it.Min), envFig(it.Max)), Low: it.Min, High: it.Max}}}})
 	}
 	l := env.Latency
 	if l.P95.N > 0 {
+		// A linear axis over the tail only: on a log axis that also
+		// holds the medians, two decades below, a p95 band of a few
+		// percent is one or two pixels tall. The medians are in the text.
 		c := chart.Chart{
-			Title: "http_req_duration per run: p50, p95, p99 and their bands", YLabel: "ms (log scale)", Categories: cats, LogY: true,
-			Lines: []chart.Series{{Name: "p50", Values: p50}, {Name: "p95", Values: p95}},
-			Bands: []chart.Band{{Name: "p50 band", Low: l.Median.Min, High: l.Median.Max}, {Name: "p95 band", Low: l.P95.Min, High: l.P95.Max}},
+			Title: "http_req_duration per run: p95, p99 and their bands", YLabel: "ms", Categories: cats,
+			Lines: []chart.Series{{Name: "p95", Values: p95}},
+			Bands: []chart.Band{{Name: "p95 band", Low: l.P95.Min, High: l.P95.Max}},
 		}
 		if l.P99.N > 0 {
 			c.Lines = append(c.Lines, chart.Series{Name: "p99", Values: p99})
 			c.Bands = append(c.Bands, chart.Band{Name: "p99 band", Low: l.P99.Min, High: l.P99.Max})
 		}
-		charts = append(charts, struct {
-			name, alt string
-			c         chart.Chart
-		}{ChartLatency, "Latency percentiles per run with the bands", c})
+		charts = append(charts, namedChart{ChartLatency, "Latency percentiles per run with the bands", c})
 	}
 	if names := envEndpointNames(env); len(names) > 0 {
 		var rs []chart.Range
@@ -137,23 +151,12 @@ func envCharts(env *envelope.Envelope, dir string) (map[string]string, error) {
 			}
 		}
 		if len(rs) > 0 {
-			charts = append(charts, struct {
-				name, alt string
-				c         chart.Chart
-			}{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
+			charts = append(charts, namedChart{ChartEndpoints, "Per-endpoint latency distribution", chart.Chart{
 				Title: "Per-endpoint latency: median, p95, p99, max (whiskers: band across runs)", YLabel: "ms (log scale)",
 				Categories: envDisplayNames(env, names), LogY: true, Ranges: rs}})
 		}
 	}
-	pics := map[string]string{}
-	for _, c := range charts {
-		p, err := chart.WriteThemed(c.c, dir, c.name)
-		if err != nil {
-			return nil, err
-		}
-		pics[c.name] = chart.Picture(c.alt, p)
-	}
-	return pics, nil
+	return charts
 }
 
 // EnvelopeMarkdown renders the report text; pics holds the <picture>
@@ -181,6 +184,7 @@ var envelopeTemplate = sync.OnceValue(func() *template.Template {
 		"short":     envShort,
 		"thousands": envThousands,
 		"runLabel":  envRunLabel,
+		"ms":        envMS,
 		"seconds":   envSecondsRange,
 		"rare":      func(k int) string { return envRareWord(k, 0) },
 		"list":      envList,
@@ -213,6 +217,8 @@ type envView struct {
 	Above, Below   []string // endpoints whose p95 band lies above / not above the aggregate's
 	OperatingPoint string
 	Pics           struct{ Throughput, Iterations, Latency, Endpoints string }
+	RunLabels      []string // each run's name: its testid, else its file
+	MaxSeconds     bool     // the Max band reads in s, so the run table's maxima do too
 }
 
 type envEndpointView struct {
@@ -241,6 +247,8 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	if m, ok := CompareMDC(env, v.T.N); ok {
 		v.MDCCell = envPct(m, 1)
 	}
+	v.RunLabels = envRunLabels(env)
+	v.MaxSeconds = envBandInSeconds(env.Latency.Max)
 	v.MDCSentence = compareMDCSentence(env)
 	v.MDCList = compareMDCList(env)
 	for _, r := range env.Runs {
@@ -304,6 +312,9 @@ func envFig(v float64) string {
 	}
 	d := 3 - int(math.Floor(math.Log10(math.Abs(v))))
 	d = max(0, min(2, d))
+	if roundsAHalf(v, d) {
+		d++ // a stored figure ending in 5 was rounded once already: never twice
+	}
 	s := strconv.FormatFloat(v, 'f', d, 64)
 	// Rounding may carry into a new digit (99.996 → 100.00); redo at the new magnitude.
 	if r, _ := strconv.ParseFloat(s, 64); math.Floor(math.Log10(math.Abs(r))) != math.Floor(math.Log10(math.Abs(v))) {
@@ -311,6 +322,15 @@ func envFig(v float64) string {
 		s = strconv.FormatFloat(v, 'f', d, 64)
 	}
 	return s
+}
+
+// roundsAHalf reports whether v, printed with d decimals, would round
+// away a final 5: v (already rounded to six significant figures in the
+// envelope) would be rounded a second time, as 2387.496 stored as 2387.5
+// would read 2388.
+func roundsAHalf(v float64, d int) bool {
+	_, frac, _ := strings.Cut(strconv.FormatFloat(v, 'f', -1, 64), ".")
+	return len(frac) == d+1 && frac[d] == '5'
 }
 
 func envFixed(v float64, d int) string { return strconv.FormatFloat(v, 'f', d, 64) }
@@ -389,7 +409,8 @@ func envBandText(label string, band envelope.Band, meanLabel string) string {
 	}
 	var b strings.Builder
 	withMean := meanLabel != ""
-	if band.Min >= 1000 && band.Max >= 1000 {
+	label += " (min / max)"
+	if envBandInSeconds(band) {
 		fmt.Fprintf(&b, "- %s: %s / %s s", label, envFixed(band.Min/1000, 2), envFixed(band.Max/1000, 2))
 		if withMean && band.Mean != 0 {
 			fmt.Fprintf(&b, " (%s %s s)", meanLabel, envFixed(band.Mean/1000, 2))
@@ -405,6 +426,18 @@ func envBandText(label string, band envelope.Band, meanLabel string) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// envBandInSeconds reports whether a latency band reads in seconds: both
+// ends at least a second.
+func envBandInSeconds(band envelope.Band) bool { return band.Min >= 1000 && band.Max >= 1000 }
+
+// envMS is a latency in ms, or in s when inS.
+func envMS(v float64, inS bool) string {
+	if inS {
+		return envFixed(v/1000, 2) + " s"
+	}
+	return envFig(v) + " ms"
 }
 
 // envSecondsRange is "2.1–2.8 s" for the maxima band.
@@ -440,6 +473,32 @@ func envEndpointNames(env *envelope.Envelope) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// envRunLabels names each run by its testid, the name k6 and the
+// dashboards know it by, when the runs' testids are known and differ;
+// else by its file.
+func envRunLabels(env *envelope.Envelope) []string {
+	ids := map[string]string{}
+	seen := map[string]bool{}
+	for _, s := range env.Provenance.Sources {
+		if s.TestID != "" {
+			ids[s.File] = s.TestID
+		}
+	}
+	out := make([]string, len(env.Runs))
+	for i, r := range env.Runs {
+		id := ids[r.Source]
+		if id == "" || seen[id] {
+			for j := range env.Runs {
+				out[j] = envRunLabel(env.Runs[j].Source, j)
+			}
+			return out
+		}
+		seen[id] = true
+		out[i] = id
+	}
+	return out
 }
 
 func envRunLabel(source string, i int) string {

@@ -43,17 +43,17 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 		"rare ~2.1–2.8 s maxima that sit above p99 and are treated as outliers",
 		"Zero HTTP failures were recorded across all runs.",
 		"0.00% http_req_failed in all 5 runs (101,882 total HTTP requests).",
-		"- Avg: 7.01 / 9.00 ms (mean 8.02 ms)",
-		"- Max: 272.7 / 798.8 ms",
-		"- Avg: 407.4 / 437.5 ms (mean 417.5 ms)",
-		"- Median: 327.6 / 330.6 ms",
-		"- p95: 1.10 / 1.39 s",
-		"- Avg: 869.1 / 883.9 ms (mean 875.6 ms)",
-		"- Median: 857.0 / 860.1 ms",
-		"- p95: 992.0 / 1020 ms",
-		"- Avg: 49.30 / 52.63 ms (mean 50.81 ms)",
-		"- Median: 44.94 / 47.14 ms",
-		"- p95: 74.02 / 83.13 ms",
+		"- Avg (min / max): 7.01 / 9.00 ms (mean 8.02 ms)",
+		"- Max (min / max): 272.7 / 798.8 ms",
+		"- Avg (min / max): 407.4 / 437.5 ms (mean 417.5 ms)",
+		"- Median (min / max): 327.6 / 330.6 ms",
+		"- p95 (min / max): 1.10 / 1.39 s",
+		"- Avg (min / max): 869.1 / 883.9 ms (mean 875.6 ms)",
+		"- Median (min / max): 857.0 / 860.1 ms",
+		"- p95 (min / max): 992.0 / 1020 ms",
+		"- Avg (min / max): 49.30 / 52.63 ms (mean 50.81 ms)",
+		"- Median (min / max): 44.94 / 47.14 ms",
+		"- p95 (min / max): 74.02 / 83.13 ms",
 		"`auth_login` and `auth_register` have p95 bands above the aggregate p95 band",
 		"Verdict: **below saturation**",
 		// Beyond the reference baseline report: the CI and the minimum detectable change.
@@ -69,7 +69,7 @@ func TestEnvelopeReportRestatesDocument(t *testing.T) {
 	// The reference baseline report's two p99 lines use a precision of their own (32.5 /
 	// 70.5 ms, 108.08 / 137.01 ms); the report keeps one rule (four
 	// significant figures), whose figures round to that report's.
-	for _, want := range []string{"- p99: 32.50 / 70.50 ms", "- p99: 108.1 / 137.0 ms"} {
+	for _, want := range []string{"- p99 (min / max): 32.50 / 70.50 ms", "- p99 (min / max): 108.1 / 137.0 ms"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -1,0 +1,11 @@
+package deploy
+
+import (
+	"os"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/promtest"
+)
+
+// The tools are built before the tests' timer starts (promtest.Main).
+func TestMain(m *testing.M) { os.Exit(promtest.Main(m, "promtool")) }
