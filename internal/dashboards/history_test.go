@@ -19,7 +19,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
 
-
 // timeFilter is Grafana's $__timeFilter macro.
 var timeFilter = regexp.MustCompile(`\$__timeFilter\((COALESCE\(r\.commit_time, r\.run_time\))\)`)
 

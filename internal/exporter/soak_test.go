@@ -68,7 +68,7 @@ type soakTarget struct {
 
 func startSoak(b testing.TB) (*soakTarget, func()) {
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
-	s, err := New(Config{}) // default flags
+	s, err := New(Config{})            // default flags
 	if err != nil {
 		b.Fatal(err)
 	}
