@@ -85,7 +85,8 @@ type shared struct {
 	upper     int64
 	sketch    atomic.Bool
 	held      atomic.Int64 // bytes of exact trend samples held
-	stop      atomic.Bool
+	stop      atomic.Bool  // stop reading: a chunk failed
+	errIdx    atomic.Int64 // the first failed chunk's index; later chunks are skipped
 	bufPool   sync.Pool
 	keepPts   bool
 	minT      atomic.Int64
@@ -160,6 +161,7 @@ func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*
 		return nil, err
 	}
 	sh := &shared{opts: opts, keepPts: opts.KeepPoints}
+	sh.errIdx.Store(math.MaxInt64)
 	l.sh = sh
 	sh.reg = newRegistry(f, opts)
 	sh.minT.Store(math.MaxInt64)
@@ -333,7 +335,7 @@ func (l *pointLoad) dispatch() {
 		// One worker: no goroutines at all (small inputs, fuzzing).
 		w := l.workers[0]
 		l.readAll(func(c *chunk) {
-			if !sh.stop.Load() {
+			if int64(c.idx) < sh.errIdx.Load() {
 				l.collect(w.run(c))
 			}
 			release(c)
@@ -350,7 +352,9 @@ func (l *pointLoad) dispatch() {
 	for _, w := range l.workers {
 		wg.Go(func() {
 			for c := range chunks {
-				if !sh.stop.Load() {
+				// Chunks before a failed one are still parsed: one of
+				// them may hold an earlier bad line, the one to report.
+				if int64(c.idx) < sh.errIdx.Load() {
 					results <- w.run(c)
 				}
 				release(c)
@@ -370,6 +374,12 @@ func (l *pointLoad) collect(r *chunkResult) {
 	if r.err != nil {
 		if l.firstErr == nil || r.errLine < l.firstErr.errLine {
 			l.firstErr = r
+		}
+		for {
+			cur := l.sh.errIdx.Load()
+			if int64(r.idx) >= cur || l.sh.errIdx.CompareAndSwap(cur, int64(r.idx)) {
+				break
+			}
 		}
 		l.sh.stop.Store(true)
 		return
