@@ -131,8 +131,8 @@ func studentP(l, r []float64) float64 {
 	if df <= 0 {
 		return 1
 	}
-	m1, v1 := meanVar(l)
-	m2, v2 := meanVar(r)
+	m1, v1 := stats.MeanVar(l)
+	m2, v2 := stats.MeanVar(r)
 	sp2 := ((n1-1)*v1 + (n2-1)*v2) / df
 	se := math.Sqrt(sp2 * (1/n1 + 1/n2))
 	if !(se > 0) {
@@ -142,18 +142,4 @@ func studentP(l, r []float64) float64 {
 		return 0
 	}
 	return 2 * (1 - stats.TCDF(math.Abs(m2-m1)/se, df))
-}
-
-func meanVar(xs []float64) (mean, variance float64) {
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= float64(len(xs))
-	if len(xs) < 2 {
-		return mean, 0
-	}
-	for _, x := range xs {
-		variance += (x - mean) * (x - mean)
-	}
-	return mean, variance / float64(len(xs)-1)
 }

@@ -104,8 +104,8 @@ func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 		return RatioCI{}, err
 	}
 	candKnown = known - baseKnown
-	mb, sb2 := meanVar(lb)
-	mc, sc2 := meanVar(lc)
+	mb, sb2 := MeanVar(lb)
+	mc, sc2 := MeanVar(lc)
 	dfS := float64(k - 1 + m - 1)
 	s2 := (float64(k-1)*sb2 + float64(m-1)*sc2) / dfS
 	vBar := 0.0
@@ -150,8 +150,8 @@ func RunLevelLog(base, cand []RunValue, confidence float64) (RatioCI, error) {
 
 func knownVar(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
-// meanVar is the mean and the sample variance (n−1; 0 for one value).
-func meanVar(xs []float64) (mean, variance float64) {
+// MeanVar is the mean and the sample variance (n−1; 0 for one value).
+func MeanVar(xs []float64) (mean, variance float64) {
 	for _, x := range xs {
 		mean += x
 	}

@@ -131,8 +131,8 @@ func TestRunLevelLogPooled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, vb := meanVar(lb)
-	_, vc := meanVar(lc)
+	_, vb := MeanVar(lb)
+	_, vc := MeanVar(lc)
 	s2 := (4*vb + vc) / 5
 	if se := math.Sqrt(s2 * (1.0/5 + 1.0/2)); math.Abs(r.SE-se) > 1e-12 || math.Abs(r.DF-5) > 1e-9 {
 		t.Errorf("se %v df %v, want %v 5", r.SE, r.DF, se)
