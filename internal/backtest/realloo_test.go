@@ -2,7 +2,6 @@ package backtest
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -21,21 +20,7 @@ func TestRealLeaveOneOutAlerts(t *testing.T) {
 		t.Skip("backtests 32 real runs")
 	}
 	const documented = 0 // docs/rules.md, "Leave-one-out on real runs"
-	var groups [][]string
-	for _, r := range [][2]int{{1, 10}, {11, 22}, {23, 30}} {
-		var g []string
-		for i := r[0]; i <= r[1]; i++ {
-			if i != 20 {
-				g = append(g, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
-			}
-		}
-		groups = append(groups, g)
-	}
-	groups = append(groups, []string{
-		filepath.Join("..", "exporter", "testdata", "baseline-a.ndjson.gz"),
-		filepath.Join("..", "..", "cmd", "exporter", "testdata", "baseline-b.ndjson.gz"),
-		filepath.Join("testdata", "baseline-c.ndjson.gz"),
-	})
+	groups := append(fixtures.HistoryCleanGroups(t), fixtures.Baselines(t))
 	alarms, n := 0, 0
 	for _, g := range groups {
 		in, err := envelope.ReadFiles(g, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})

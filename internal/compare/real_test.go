@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,21 +88,7 @@ func realCleanGroups(t *testing.T) [][]envelope.Input {
 		}
 		return in
 	}
-	var groups [][]string
-	for _, r := range [][2]int{{1, 10}, {11, 22}, {23, 30}} {
-		var g []string
-		for i := r[0]; i <= r[1]; i++ {
-			if i != 20 {
-				g = append(g, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
-			}
-		}
-		groups = append(groups, g)
-	}
-	groups = append(groups, []string{
-		filepath.Join("..", "exporter", "testdata", "baseline-a.ndjson.gz"),
-		filepath.Join("..", "..", "cmd", "exporter", "testdata", "baseline-b.ndjson.gz"),
-		filepath.Join("..", "backtest", "testdata", "baseline-c.ndjson.gz"),
-	})
+	groups := append(fixtures.HistoryCleanGroups(t), fixtures.Baselines(t))
 	out := make([][]envelope.Input, len(groups))
 	for i, g := range groups {
 		out[i] = load(g)

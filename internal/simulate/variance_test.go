@@ -3,7 +3,6 @@ package simulate
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,30 +36,10 @@ func realGroups(tb testing.TB) (history, baselines [][]RunSample) {
 		}
 		return out
 	}
-	run := func(i int) string {
-		return fixtures.Path(tb, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i))
-	}
-	var g1, g2, g3 []string
-	for i := 1; i <= 30; i++ {
-		switch {
-		case i <= 10:
-			g1 = append(g1, run(i))
-		case i == 20:
-		case i <= 22:
-			g2 = append(g2, run(i))
-		default:
-			g3 = append(g3, run(i))
-		}
-	}
-	for _, g := range [][]string{g1, g2, g3} {
+	for _, g := range fixtures.HistoryCleanGroups(tb) {
 		history = append(history, load(g))
 	}
-	root := filepath.Join("..", "..")
-	baselines = [][]RunSample{load([]string{
-		filepath.Join(root, "internal", "exporter", "testdata", "baseline-a.ndjson.gz"),
-		filepath.Join(root, "cmd", "exporter", "testdata", "baseline-b.ndjson.gz"),
-		filepath.Join(root, "internal", "backtest", "testdata", "baseline-c.ndjson.gz"),
-	})}
+	baselines = [][]RunSample{load(fixtures.Baselines(tb))}
 	return history, baselines
 }
 
