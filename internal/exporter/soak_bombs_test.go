@@ -164,7 +164,7 @@ func TestSoakBombsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := json.Marshal(map[string]any{"peak_rss_mib": statusKiB("VmHWM") / 1024, "answers": got})
+		out, _ := json.Marshal(map[string]any{"peak_rss_mib": procKiB(t, "VmHWM") / 1024, "answers": got})
 		fmt.Println("SOAK_RESULT " + string(out))
 		return
 	}

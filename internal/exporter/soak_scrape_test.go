@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -177,8 +176,9 @@ func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	if len(lat) > 0 {
 		res.P50Ms, res.MaxMs = lat[len(lat)/2], lat[len(lat)-1]
 	}
-	res.PeakRSSMiB = statusKiB("VmHWM") / 1024
-	return res, nil
+	peak, err := statusKiB("VmHWM")
+	res.PeakRSSMiB = peak / 1024
+	return res, err
 }
 
 // pushDeltaHists pushes n OTLP delta histograms of k6_http_req_duration
@@ -214,21 +214,6 @@ func pushDeltaHists(addr string, n, bounds int) error {
 		}
 	}
 	return nil
-}
-
-// statusKiB reads a VmXXX figure of this process (Linux); 0 elsewhere.
-func statusKiB(field string) float64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return n
-		}
-	}
-	return 0
 }
 
 func BenchmarkSoakScrapers(b *testing.B) {
