@@ -195,7 +195,7 @@ func dashed(s string) string {
 // historyImportCommand adds `exporter history import`.
 func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("import", "Record every k6 result file of a folder (each run's commit from its tags), or an Otava-style CSV (--from-csv: time, commit, one column per figure).")
-	pattern := cmd.Flag("pattern", "Only the folder's files whose names match, e.g. '*.summary.json'.").Default("*").String()
+	pattern := cmd.Flag("pattern", "Only the folder's files whose names match, e.g. '*.summary.json'. By default the files of one run (the same name up to its first dot: run-01.ndjson.gz, run-01.summary.json) count once, its point file kept (NDJSON, then CSV), which carries k6's tags and every sample.").Default("*").String()
 	fromCSV := cmd.Flag("from-csv", "An Otava-style CSV to import instead of a folder: a header of time, commit (optional branch, version, testid, note) and figures (p95, auth_login.p95, …).").ExistingFile()
 	rf := addRecordFlags(cmd)
 	dir := cmd.Arg("DIR", "Folder of k6 result files.").ExistingDir()
