@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
@@ -482,20 +484,12 @@ func checkOTLPEnv(t *testing.T, who string, env map[string]string, endpoint stri
 	}
 }
 
-// defaultPort reads the exporter's default port from cmd/exporter, so a
-// change there fails here rather than in a cluster.
+// defaultPort is the exporter's default port, so a change there fails
+// here rather than in a cluster.
 func defaultPort(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "cmd/exporter/main.go"))
+	p, err := strconv.Atoi(exporter.DefaultPort)
 	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`const defaultPort = "(\d+)"`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("cmd/exporter/main.go: no defaultPort constant")
-	}
-	var p int
-	if _, err := fmt.Sscan(string(m[1]), &p); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -769,9 +763,13 @@ func TestDockerfile(t *testing.T) {
 		`ENTRYPOINT ["/bin/exporter"]`,
 		`CMD ["serve"]`,
 		"./cmd/exporter",
-		// The image's binary is the smallest build by default.
-		`ARG TAGS=serveonly,nocloudwatch`,
+		// The daemon's binary is the smallest build by default.
+		`ARG TAGS=nocloudwatch`,
 		`-tags "${TAGS}"`,
+		// The command line's image, for CI pipelines.
+		"AS cli",
+		"./cmd/envelope",
+		`ENTRYPOINT ["/bin/envelope"]`,
 	} {
 		if !strings.Contains(df, want) {
 			t.Errorf("Dockerfile lacks %q", want)
@@ -779,9 +777,9 @@ func TestDockerfile(t *testing.T) {
 	}
 }
 
-// .dockerignore must not drop anything the binary is built from: every
-// package of this module that cmd/exporter imports, and every file those
-// packages embed.
+// .dockerignore must not drop anything the binaries are built from:
+// every package of this module that cmd/exporter or cmd/envelope
+// imports, and every file those packages embed.
 func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -796,7 +794,7 @@ func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 			patterns = append(patterns, strings.TrimPrefix(l, "/"))
 		}
 	}
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,EmbedFiles,GoFiles", "./cmd/exporter")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,EmbedFiles,GoFiles", "./cmd/exporter", "./cmd/envelope")
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {

@@ -5,6 +5,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline"
 )
 
 // A build without the CloudWatch collector refuses its flags with why,
@@ -15,13 +17,13 @@ func TestNoCloudWatchFlags(t *testing.T) {
 		{"serve", "--web.listen-address=:0", "--cloudwatch.region", "us-east-1"},
 	} {
 		code, _, se := captureRun(t, args...)
-		if code != codeError || !strings.Contains(se, "this binary has no CloudWatch collector (built with -tags nocloudwatch") {
+		if code != cmdline.CodeError || !strings.Contains(se, "this binary has no CloudWatch collector (built with -tags nocloudwatch") {
 			t.Errorf("%v: exit %d, stderr %q", args, code, se)
 		}
 	}
 	// After "--" an argument is not a flag.
-	code, _, se := captureRun(t, "summarize", "--", "--cloudwatch.cluster")
-	if strings.Contains(se, "CloudWatch") || code != codeError {
-		t.Errorf("summarize -- --cloudwatch.cluster: exit %d, stderr %q", code, se)
+	code, _, se := captureRun(t, "serve", "--", "--cloudwatch.cluster")
+	if strings.Contains(se, "CloudWatch") || code != cmdline.CodeError {
+		t.Errorf("serve -- --cloudwatch.cluster: exit %d, stderr %q", code, se)
 	}
 }

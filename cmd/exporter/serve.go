@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
-	"golang.org/x/sync/errgroup"
 
+	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/otelpush"
@@ -22,7 +19,7 @@ import (
 // serveCommand adds `exporter serve`.
 func (c *cli) serveCommand(app *kingpin.Application) {
 	cmd := app.Command("serve", "Serve k6 series (followed NDJSON, OTLP pushed by k6, finished result files) and envelope gauges on /metrics.")
-	webFlags := kingpinflag.AddFlags(cmd, ":"+defaultPort)
+	webFlags := kingpinflag.AddFlags(cmd, ":"+exporter.DefaultPort)
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
 	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
@@ -51,10 +48,10 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	pushInsecure := cmd.Flag("otlp.push-insecure", "Push over plain HTTP.").Bool()
 	collectors := c.serveCollectorFlags(cmd)
 
-	cmd.Action(c.action(func() error {
+	cmd.Action(c.Action(func() error {
 		// A signal from now on stops serve cleanly, even one that comes
 		// while the inputs are read.
-		ctx, stop := c.signalContext()
+		ctx, stop := c.SignalContext()
 		defer stop()
 		// kingpin hands a lone "-" argument over as an empty value.
 		if followSet && *follow == "" {
@@ -63,11 +60,11 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		// Know each result file's format before replaying it: a summary
 		// file must fail with one clear error, not first with line noise.
 		for _, f := range *results {
-			if err := checkReplayable(f); err != nil {
-				return withCode(2, fmt.Errorf("--k6.results: %w", err))
+			if err := exporter.CheckReplayable(f); err != nil {
+				return cmdline.WithCode(2, fmt.Errorf("--k6.results: %w", err))
 			}
 		}
-		log := c.logger()
+		log := c.Logger()
 		log.Info("Starting envelope exporter", "version", version.Info(), "memory_limit", exporter.SetMemoryLimit(*memLimit))
 		log.Info("Build context", "build_context", version.BuildContext())
 		cfg := exporter.Config{
@@ -106,14 +103,14 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		}
 		envs, err := readEnvelopes(*envFiles)
 		if err != nil {
-			return withCode(2, err)
+			return cmdline.WithCode(2, err)
 		}
 		cfg.Envelopes = envs
 		warnUnexportedMatch(log, envs, *allow)
 		for _, mk := range collectors {
 			col, err := mk()
 			if err != nil {
-				return withCode(2, err)
+				return cmdline.WithCode(2, err)
 			}
 			if col != nil {
 				cfg.Collectors = append(cfg.Collectors, col)
@@ -121,75 +118,15 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		}
 		srv, err := exporter.New(cfg)
 		if err != nil {
-			return withCode(2, err)
+			return cmdline.WithCode(2, err)
 		}
-		return c.serve(ctx, srv, serveInputs{results: *results, follow: *follow, push: *pushEndpoint, pushInterval: *pushInterval, pushInsecure: *pushInsecure, envs: envs})
-	}))
-}
-
-type serveInputs struct {
-	results      []string
-	follow       string
-	push         string
-	pushInterval time.Duration
-	pushInsecure bool
-	envs         []*envelope.Envelope
-}
-
-// serve replays the finished files (not ready until done), follows the
-// live file, pushes over OTLP if asked, and serves until ctx ends.
-func (c *cli) serve(ctx context.Context, srv *exporter.Server, in serveInputs) error {
-	log := c.logger()
-	g, ctx := errgroup.WithContext(ctx)
-	srv.SetReady(len(in.results) == 0)
-	g.Go(func() error { return srv.Run(ctx) })
-	g.Go(func() error {
-		for _, f := range in.results {
-			if ctx.Err() != nil {
-				return nil // interrupted: the files left are not read
-			}
-			start := time.Now()
-			n, err := srv.ReplayFile(f)
-			if err != nil {
-				return withCode(2, fmt.Errorf("--k6.results: %w", err))
-			}
-			log.Info("replayed results", "file", f, "points", n, "took", time.Since(start).Round(time.Millisecond))
-		}
-		srv.SetReady(true)
-		if len(in.results) > 0 {
-			warnUnselected(log, in.envs, srv.K6Gatherer())
-		}
-		return nil
-	})
-	switch in.follow {
-	case "":
-	case "-":
-		// A read from stdin cannot be interrupted: do not make shutdown
-		// wait for it.
-		go func() {
-			if err := srv.Follow(ctx, "-"); err != nil {
-				log.Error("reading stdin", "err", err)
-				return
-			}
-			log.Info("stdin closed; still serving the series")
-		}()
-	default:
-		g.Go(func() error { return srv.Follow(ctx, in.follow) })
-	}
-	if in.push != "" {
-		g.Go(func() error {
-			err := otelpush.Run(ctx, srv.K6Gatherer(), otelpush.Options{Endpoint: in.push, Interval: in.pushInterval, Insecure: in.pushInsecure, Logger: log, OnError: srv.PushFailed})
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+		return srv.RunWith(ctx, exporter.Inputs{
+			Results:  *results,
+			Follow:   *follow,
+			Push:     otelpush.Options{Endpoint: *pushEndpoint, Interval: *pushInterval, Insecure: *pushInsecure},
+			Replayed: func() { warnUnselected(log, envs, srv.K6Gatherer()) },
 		})
-	}
-	err := g.Wait()
-	if errors.Is(err, context.Canceled) {
-		return nil
-	}
-	return err
+	}))
 }
 
 // readEnvelopes reads every envelope the --envelope flags name: files, or

@@ -15,7 +15,7 @@ import (
 func (c *cli) serveCollectorFlags(cmd *kingpin.CmdClause) []func() (prometheus.Collector, error) {
 	ecsFlags := ecs.AddFlags(cmd)
 	makers := []func() (prometheus.Collector, error){
-		func() (prometheus.Collector, error) { return ecsFlags.Collector(c.logger()) },
+		func() (prometheus.Collector, error) { return ecsFlags.Collector(c.Logger()) },
 	}
 	if mk := c.cloudwatchFlags(cmd); mk != nil {
 		makers = append(makers, mk)

@@ -9,6 +9,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/cmdline"
+	"github.com/envelope-dev/envelope/internal/exporter"
 )
 
 // lockedBuffer is a log target written by the server's goroutines.
@@ -111,5 +114,68 @@ func TestReadEnvelopes(t *testing.T) {
 	}
 	if _, err := readEnvelopes([]string{t.TempDir()}); err == nil {
 		t.Error("an empty folder was accepted")
+	}
+}
+
+// serve --k6.results knows a file's format before replaying it: a summary
+// file fails at once with one clear error and no line-by-line noise.
+func TestServeResultsDetectsFormat(t *testing.T) {
+	summary := filepath.Join("..", "envelope", "testdata", "runA-summary-export.json")
+	code, _, se := captureRun(t, "serve", "--web.listen-address=127.0.0.1:0", "--k6.results", summary)
+	if code != 2 || !strings.Contains(se, "a k6 summary file") || strings.Contains(se, "skipped") {
+		t.Errorf("summary file: exit %d, stderr %q", code, se)
+	}
+	for _, ok := range []string{filepath.Join("..", "envelope", "testdata", "runB-out.ndjson.gz"), filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")} {
+		if err := exporter.CheckReplayable(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(bad, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := exporter.CheckReplayable(bad); err == nil || !strings.Contains(err.Error(), "notes.txt:1: not k6") {
+		t.Errorf("text file: %v", err)
+	}
+}
+
+// Usage errors say what the user most likely meant and whose value did
+// not parse.
+func TestUsageMessages(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ecs", "recrd"}, `did you mean "record"?`},
+		{[]string{"serve", "--k6.series-limit", "many"}, `--k6.series-limit "many": `},
+		{[]string{"srve"}, `expected command but got "srve"; did you mean "serve"?`},
+		{[]string{"baseline"}, `expected command but got "baseline"`},
+	} {
+		code, _, se := captureRun(t, tc.args...)
+		if code != cmdline.CodeError || !strings.HasPrefix(se, "exporter: ") || !strings.Contains(se, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, se, tc.want)
+		}
+	}
+}
+
+// The daemon's command line is serve and ecs record; help says where the
+// offline commands are.
+func TestDaemonCommands(t *testing.T) {
+	code, out, _ := captureRun(t, "--help")
+	if code != 0 || !strings.Contains(out, "usage: exporter") || !strings.Contains(out, "envelope command") {
+		t.Fatalf("--help: exit %d:\n%s", code, out)
+	}
+	for _, c := range []string{"serve", "ecs record"} {
+		if !strings.Contains(out, "\n"+c+" ") {
+			t.Errorf("--help lacks %q:\n%s", c, out)
+		}
+	}
+	for _, c := range []string{"baseline", "report", "compare", "rules", "dashboards", "summarize", "history", "demo", "stack", "ecs operating-point"} {
+		if strings.Contains(out, "\n"+c+" ") || strings.Contains(out, "\n"+c+"\n") {
+			t.Errorf("--help lists %s, an envelope command", c)
+		}
+	}
+	if code, out, _ := captureRun(t, "--version"); code != 0 || !strings.HasPrefix(out, "exporter, version ") {
+		t.Errorf("--version: exit %d: %s", code, out)
 	}
 }

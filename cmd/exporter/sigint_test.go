@@ -1,5 +1,3 @@
-//go:build !serveonly
-
 package main
 
 import (
@@ -19,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -46,7 +46,14 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	envPath, _ := sixMinEnvelope(t)
+	envPath := filepath.Join(dir, "envelope.yaml")
+	env, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
+		t.Fatal(err)
+	}
 	followed := filepath.Join(dir, "follow.ndjson")
 	plain, err := os.ReadFile(filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson"))
 	if err != nil {
@@ -61,7 +68,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 		args []string
 		otlp bool
 	}{
-		{"replay", []string{"--k6.results", sixMinA}, false},
+		{"replay", []string{"--k6.results", filepath.Join("..", "..", "internal", "exporter", "testdata", "baseline-a.ndjson.gz")}, false},
 		{"follow", []string{"--k6.json", followed}, false},
 		{"otlp", nil, true},
 	} {

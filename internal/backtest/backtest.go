@@ -51,7 +51,7 @@ type Run struct {
 	Alerts    []Alert `json:"alerts"`
 }
 
-// Report is what `exporter backtest --format json` prints.
+// Report is what `envelope backtest --format json` prints.
 type Report struct {
 	Runs []Run `json:"runs"`
 }

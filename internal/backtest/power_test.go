@@ -192,7 +192,7 @@ func newPowerEnv(tb testing.TB, env *envelope.Envelope) powerEnv {
 
 // userEnvelope is the envelope a user would make from k runs of the
 // service: k runs of the model with the real run-level variance (seeds
-// seed·1000+1…), computed as `exporter baseline` computes it.
+// seed·1000+1…), computed as `envelope baseline` computes it.
 func userEnvelope(tb testing.TB, model *simulate.Model, k int, seed uint64) *envelope.Envelope {
 	tb.Helper()
 	var in []envelope.Input

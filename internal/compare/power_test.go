@@ -18,7 +18,7 @@ import (
 // demo envelope's workload (6-minute runs, four endpoints) drawn with the
 // run-level variance of real runs (simulate.RealVariance: each run's
 // aggregate latency level, each endpoint's own level), an envelope
-// computed from them as `exporter baseline` does, and candidates of 1
+// computed from them as `envelope baseline` does, and candidates of 1
 // and 3 runs per scenario, over many seeds.
 
 // powerScenario is one injected change and what must catch it.
@@ -282,7 +282,7 @@ func checkFloors(rows []powerRow, variant int) []string {
 }
 
 // TestSimulatedEndpointRegression takes the full path: NDJSON runs that
-// `exporter simulate` writes, read by the k6 loader with their points.
+// `envelope simulate` writes, read by the k6 loader with their points.
 // Against five baseline runs, a run with auth_login 60% slower has its
 // auth_login p95 flagged as a Regression, with its own sampling error in
 // the interval.

@@ -81,7 +81,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	env := e2eEnvelope()
 
-	// The rules generator, as `exporter rules` writes them;
+	// The rules generator, as `envelope rules` writes them;
 	// groups evaluated every second instead of 15s to keep the test short.
 	rf, _, err := rules.Generate(env, rules.DefaultOptions())
 	if err != nil {

@@ -96,7 +96,7 @@ func BuildHistory(env *envelope.Envelope) (Dashboard, error) {
 	//nolint:staticcheck // the v1 dashboard model is the JSON that file provisioning loads
 	d := dashboard.NewDashboardBuilder("Envelope / Run history").
 		Uid(UIDHistory).
-		Description("Every recorded run of a test by commit (exporter history, PostgreSQL): one figure, aggregate or per endpoint, across commits with each run's interval and the envelope band, and the runs' metadata.").
+		Description("Every recorded run of a test by commit (envelope history, PostgreSQL): one figure, aggregate or per endpoint, across commits with each run's interval and the envelope band, and the runs' metadata.").
 		Tags([]string{tag, "k6", "history"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).

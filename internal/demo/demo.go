@@ -1,4 +1,4 @@
-// Package demo holds the embedded sample data `exporter demo` runs on:
+// Package demo holds the embedded sample data `envelope demo` runs on:
 // five k6 summary exports (--summary-export) of a 6-minute, 50-VU
 // baseline-mix test, consistent with every figure of the reference
 // baseline document (throughput 55.97–56.28 req/s, mean 56.1, CV 0.24%;
@@ -63,7 +63,7 @@ func Inputs() ([]envelope.Input, error) {
 }
 
 // Envelope computes the envelope of the embedded runs, as
-// `exporter baseline --name ecs-native-50vu-baseline-mix --k6-options
+// `envelope baseline --name ecs-native-50vu-baseline-mix --k6-options
 // internal/demo/k6-options.json internal/demo/runs/run-*.json` does.
 func Envelope() (*envelope.Envelope, error) {
 	in, err := Inputs()
@@ -89,7 +89,7 @@ const SecondName = "k6-baseline-mix-v2"
 // real k6 v2.2.0 runs of the same mix (second/: their summary exports and
 // `k6 inspect` options). It judges only runs tagged
 // envelope="k6-baseline-mix-v2", as
-// `exporter baseline --name k6-baseline-mix-v2 --match 'envelope="k6-baseline-mix-v2"'` writes.
+// `envelope baseline --name k6-baseline-mix-v2 --match 'envelope="k6-baseline-mix-v2"'` writes.
 func SecondEnvelope() (*envelope.Envelope, error) {
 	in, err := envelope.ReadFS(files, []string{"second/baseline-a.summary.json", "second/baseline-b.summary.json"}, Dir, k6.LoadOptions{})
 	if err != nil {

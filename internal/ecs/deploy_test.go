@@ -70,9 +70,9 @@ func TestTaskDefinitions(t *testing.T) {
 				}
 				found = true
 				// The default image links no AWS SDK (-tags nocloudwatch);
-				// the poller runs the one built with TAGS=serveonly.
+				// the poller runs the one built with TAGS= (empty).
 				if strings.HasSuffix(c.Image, "-cloudwatch") != tt.cloudwatch {
-					t.Errorf("%s: image %s; a CloudWatch poller needs the image built with TAGS=serveonly (tag suffix -cloudwatch), a sidecar the default one", c.Name, c.Image)
+					t.Errorf("%s: image %s; a CloudWatch poller needs the image built with TAGS= (tag suffix -cloudwatch), a sidecar the default one", c.Name, c.Image)
 				}
 				if c.Essential != tt.essential {
 					t.Errorf("%s: essential = %v, want %v", c.Name, c.Essential, tt.essential)

@@ -129,7 +129,7 @@ func RunsFromEnvelope(env *envelope.Envelope) ([]Run, error) {
 		if s.Start.IsZero() || s.End.IsZero() {
 			return nil, fmt.Errorf("envelope: provenance.sources[%d] (%s, format %s): start and end are needed to match ECS snapshots, and this format carries no run times; "+
 				"build the envelope from the runs' point files (k6 --out json or csv) or machine-readable summaries, "+
-				"or, without snapshots, state the topology with `exporter baseline --topology KEY=VALUE` (or --params) instead", i, s.File, formatName(s.Format))
+				"or, without snapshots, state the topology with `envelope baseline --topology KEY=VALUE` (or --params) instead", i, s.File, formatName(s.Format))
 		}
 		runs = append(runs, Run{Name: s.File, Start: s.Start, End: s.End, Requests: reqs[s.File]})
 	}

@@ -197,7 +197,7 @@ func TestRunsFromEnvelope(t *testing.T) {
 	// A summary-export envelope: the error says what to give instead.
 	env.Provenance.Sources[0] = envelope.Source{File: "a.json", Format: "summary-export"}
 	_, err = RunsFromEnvelope(env)
-	for _, want := range []string{"format summary-export", "--out json or csv", "exporter baseline --topology"} {
+	for _, want := range []string{"format summary-export", "--out json or csv", "envelope baseline --topology"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("summary-export sources: err = %v, want %q", err, want)
 		}

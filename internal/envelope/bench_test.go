@@ -20,7 +20,7 @@ func BenchmarkCompute(b *testing.B) {
 	}
 }
 
-// BenchmarkReadAndCompute is `exporter baseline` on the five demo summary
+// BenchmarkReadAndCompute is `envelope baseline` on the five demo summary
 // exports minus process start: read, hash, parse, compute, marshal YAML.
 func BenchmarkReadAndCompute(b *testing.B) {
 	var files []string

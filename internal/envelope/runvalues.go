@@ -67,7 +67,7 @@ func (env *Envelope) HasRunEndpointValues() bool {
 // and what that costs; empty for a current file.
 func (env *Envelope) FormatWarnings() []string {
 	if len(env.Endpoints) > 0 && len(env.Runs) > 1 && !env.HasRunEndpointValues() {
-		return []string{fmt.Sprintf("envelope %s keeps only the endpoint bands, not each run's endpoint values (a file written before they were kept): endpoint comparisons estimate the run-to-run spread from each band's min and max, which is much less certain; derive the envelope again with exporter baseline to keep them", env.Name)}
+		return []string{fmt.Sprintf("envelope %s keeps only the endpoint bands, not each run's endpoint values (a file written before they were kept): endpoint comparisons estimate the run-to-run spread from each band's min and max, which is much less certain; derive the envelope again with envelope baseline to keep them", env.Name)}
 	}
 	return nil
 }

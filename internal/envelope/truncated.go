@@ -50,7 +50,7 @@ func truncated(name string, b []byte, err error) error {
 		if t[len(t)-1] == '}' && (err == nil || !strings.Contains(err.Error(), "unexpected EOF")) {
 			return nil
 		}
-		return fmt.Errorf("%s: the file ends at line %d (byte %d) before its JSON object closes: it looks truncated; write the envelope again (exporter baseline)", name, lines, len(b))
+		return fmt.Errorf("%s: the file ends at line %d (byte %d) before its JSON object closes: it looks truncated; write the envelope again (envelope baseline)", name, lines, len(b))
 	}
 	present := map[string]bool{}
 	for _, m := range yamlTopKey.FindAllSubmatch(t, -1) {
@@ -73,7 +73,7 @@ func truncated(name string, b []byte, err error) error {
 	}
 	if len(missing) == 0 {
 		if cut {
-			return fmt.Errorf("%s: the file ends at line %d inside %s: it looks truncated; write the envelope again (exporter baseline) (%v)", name, lines, topKeys[last].name, err)
+			return fmt.Errorf("%s: the file ends at line %d inside %s: it looks truncated; write the envelope again (envelope baseline) (%v)", name, lines, topKeys[last].name, err)
 		}
 		return nil
 	}
@@ -82,5 +82,5 @@ func truncated(name string, b []byte, err error) error {
 			return nil // keys out of the written order: edited by hand, not cut
 		}
 	}
-	return fmt.Errorf("%s: the file ends at line %d inside %s, without %s: it looks truncated; write the envelope again (exporter baseline)", name, lines, topKeys[last].name, strings.Join(missing, ", "))
+	return fmt.Errorf("%s: the file ends at line %d inside %s, without %s: it looks truncated; write the envelope again (envelope baseline)", name, lines, topKeys[last].name, strings.Join(missing, ", "))
 }

@@ -17,6 +17,11 @@ import (
 	"golang.org/x/net/netutil"
 )
 
+// DefaultPort is the port Run listens on when Config names no address,
+// and the one the commands offer: outside the 9100-9999 range most
+// exporters take.
+const DefaultPort = "19466"
+
 // Run listens on Config.ListenAddresses (exporter-toolkit: TLS and basic
 // auth from Config.WebConfigFile) until ctx ends, then shuts down
 // gracefully, letting in-flight requests finish for up to
@@ -24,7 +29,7 @@ import (
 func (s *Server) Run(ctx context.Context) error {
 	addrs := s.cfg.ListenAddresses
 	if len(addrs) == 0 {
-		addrs = []string{":19466"}
+		addrs = []string{":" + DefaultPort}
 	}
 	systemd := false
 	flags := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &s.cfg.WebConfigFile}
@@ -115,7 +120,7 @@ func (s *Server) serveGRPC(ctx context.Context, l net.Listener, tc *tls.Config) 
 	return err
 }
 
-// Serve is Run on an existing listener (tests, `exporter stack`).
+// Serve is Run on an existing listener (tests, `envelope stack`).
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	systemd := false
 	addrs := []string{l.Addr().String()}

@@ -179,7 +179,7 @@ func OpenExisting(ctx context.Context, dsn string) (*Store, error) {
 	}
 	if d.name == "sqlite" {
 		if _, err := os.Stat(where); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("history %s does not exist: record runs with `exporter history record`, or give --history (or %s)", where, EnvDSN)
+			return nil, fmt.Errorf("history %s does not exist: record runs with `envelope history record`, or give --history (or %s)", where, EnvDSN)
 		}
 	}
 	return Open(ctx, dsn)

@@ -123,7 +123,7 @@ func bigNDJSON(tb testing.TB, copies int) (string, int) {
 	return path, n
 }
 
-// BenchmarkSummarizeNDJSON is `exporter summarize` end to end (load, all
+// BenchmarkSummarizeNDJSON is `envelope summarize` end to end (load, all
 // metrics, exact mode, JSON out) on a ~2M-line plain NDJSON file.
 func BenchmarkSummarizeNDJSON(b *testing.B) {
 	path, lines := bigNDJSON(b, 1000)

@@ -1,7 +1,7 @@
 // Package promproc starts and stops the Prometheus-ecosystem processes
 // the project runs (Prometheus, Alertmanager), finds their binaries (on
 // $PATH or as the module's `go tool` copies) and reads Prometheus's HTTP
-// API. `exporter stack` and the end-to-end tests share it.
+// API. `envelope stack` and the end-to-end tests share it.
 package promproc
 
 import (

@@ -2,7 +2,7 @@
 // tool directive) for tests: Start brings up a Prometheus with a given
 // configuration and rule files on a free loopback port and stops it when
 // the test ends; Promtool runs a promtool subcommand from the module root.
-// It sits on promproc, which `exporter stack` uses to run the same
+// It sits on promproc, which `envelope stack` uses to run the same
 // processes.
 package promtest
 

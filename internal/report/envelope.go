@@ -390,7 +390,7 @@ func compareMDCSentence(env *envelope.Envelope) string {
 	if !(conf > 0 && conf < 1) {
 		conf = 0.95
 	}
-	return fmt.Sprintf("`exporter compare` (run-level log model, %s confidence, 80%% power, later runs of the baseline's typical size) detects a change of mean throughput of %s.", envPct(conf, 0), l)
+	return fmt.Sprintf("`envelope compare` (run-level log model, %s confidence, 80%% power, later runs of the baseline's typical size) detects a change of mean throughput of %s.", envPct(conf, 0), l)
 }
 
 func envMDC(s envelope.Spread) string {

@@ -107,7 +107,7 @@ func (c PrometheusConfig) YAML() ([]byte, error) {
 		f.ScrapeConfigs = append(f.ScrapeConfigs, s)
 	}
 	var buf bytes.Buffer
-	buf.WriteString("# Written by `exporter stack`: the compose stack's Prometheus config on loopback.\n")
+	buf.WriteString("# Written by `envelope stack`: the compose stack's Prometheus config on loopback.\n")
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(f); err != nil {
@@ -132,7 +132,7 @@ func promDuration(d time.Duration) string {
 // routing of deploy/alertmanager/alertmanager.yml (group per run and
 // endpoint, critical inhibits warning), with no notification integration:
 // alerts show in the Alertmanager UI.
-const AlertmanagerConfig = `# Written by exporter stack: the compose stack's Alertmanager routing.
+const AlertmanagerConfig = `# Written by envelope stack: the compose stack's Alertmanager routing.
 route:
   receiver: envelope
   group_by: [alertname, testid, name]

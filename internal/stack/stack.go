@@ -2,7 +2,7 @@
 // containers: one or more exporters served in-process, Prometheus 3
 // scraping them (native and classic histograms) and evaluating rule
 // files, and optionally Alertmanager receiving the alerts, all on
-// loopback. `exporter stack` uses it to show the whole flow in a browser;
+// loopback. `envelope stack` uses it to show the whole flow in a browser;
 // tests use it to put real Prometheus evaluation behind an assertion.
 //
 //	st, err := stack.Start(ctx, stack.Options{

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
+)
+
+// asEnvelope is how the test binary runs as the command line itself,
+// called through a link named envelope (TestCIExamples).
+func asEnvelope() bool { return filepath.Base(os.Args[0]) == "envelope" }
+
+// k6Stub stands in for k6 in the CI examples: it writes the recorded run
+// K6_STUB_RUN names wherever `--out json=FILE` asks.
+const k6Stub = `#!/usr/bin/env bash
+set -euo pipefail
+for a in "$@"; do
+  case "$a" in
+    json=*) cp "$K6_STUB_RUN" "${a#json=}" ;;
+  esac
+done
+`
+
+// ciScripts reads docs/ci.md's two YAML blocks: the GitHub workflow's
+// run steps (but the install) with their ${{ }} expressions replaced,
+// and the GitLab job's script lines.
+func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, uploads, reports string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "ci.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := fenced(string(b), "yaml")
+	if len(blocks) != 2 {
+		t.Fatalf("docs/ci.md has %d yaml blocks, want 2 (GitHub, GitLab)", len(blocks))
+	}
+	var gh struct {
+		Jobs map[string]struct {
+			Env   map[string]string `yaml:"env"`
+			Steps []struct {
+				Name string            `yaml:"name"`
+				Uses string            `yaml:"uses"`
+				Run  string            `yaml:"run"`
+				With map[string]string `yaml:"with"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Join(blocks[0], "\n")), &gh); err != nil {
+		t.Fatal(err)
+	}
+	expr := regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+	subst := func(s string) string {
+		return expr.ReplaceAllStringFunc(s, func(m string) string {
+			v, ok := exprs[expr.FindStringSubmatch(m)[1]]
+			if !ok {
+				t.Fatalf("docs/ci.md: no test value for the expression %s", m)
+			}
+			return v
+		})
+	}
+	var sb strings.Builder
+	for _, job := range gh.Jobs {
+		for k, v := range job.Env {
+			fmt.Fprintf(&sb, "export %s=%q\n", k, subst(v))
+		}
+		for _, s := range job.Steps {
+			switch {
+			case s.Uses == "actions/upload-artifact@v4":
+				uploads = s.With["path"]
+			case s.Run != "" && s.Name != "Install envelope":
+				// As GitHub runs a step: bash -e -o pipefail, one shell each.
+				fmt.Fprintf(&sb, "bash -eo pipefail <<'STEP'\n%s\nSTEP\n", subst(s.Run))
+			}
+		}
+	}
+	github = "set -e\n" + sb.String()
+	var gl map[string]struct {
+		Script    []string `yaml:"script"`
+		Artifacts struct {
+			Reports struct {
+				JUnit string `yaml:"junit"`
+			} `yaml:"reports"`
+		} `yaml:"artifacts"`
+	}
+	if err := yaml.Unmarshal([]byte(strings.Join(blocks[1], "\n")), &gl); err != nil {
+		t.Fatal(err)
+	}
+	job, ok := gl["load-test"]
+	if !ok || len(job.Script) == 0 {
+		t.Fatal("docs/ci.md: the GitLab block has no load-test job with a script")
+	}
+	return github, strings.Join(job.Script, "\n"), uploads, job.Artifacts.Reports.JUnit
+}
+
+// TestCIExamples runs docs/ci.md's GitHub Actions and GitLab CI commands
+// on real recorded runs: an unchanged run passes, a run whose actor
+// endpoint is 1.6× slower fails the job with a JUnit failure naming it,
+// and both are recorded in the history with their commit and branch.
+func TestCIExamples(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash to run the CI scripts")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.Symlink(exe, filepath.Join(bin, "envelope")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "k6"), []byte(k6Stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var base []string
+	for i := 1; i <= 10; i++ {
+		base = append(base, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.summary.json", i)))
+	}
+	for _, platform := range []string{"github", "gitlab"} {
+		t.Run(platform, func(t *testing.T) {
+			work := t.TempDir()
+			mustRun(t, append([]string{"baseline", "--name", "checkout", "--out", filepath.Join(work, "envelopes", "checkout.yaml")}, base...)...)
+			hist := filepath.Join(work, "history.db")
+			for _, tc := range []struct {
+				run, sha string
+				fail     bool
+			}{{"run-06", "aaa111", false}, {"run-20", "bbb222", true}} {
+				summary := filepath.Join(work, "step-summary.md")
+				exprs := map[string]string{"secrets.ENVELOPE_HISTORY": hist, "github.run_id": "7", "github.run_attempt": "1",
+					"github.sha": tc.sha, "github.head_ref || github.ref_name": "feature-x"}
+				gh, gl, upload, report := ciScripts(t, exprs)
+				script, junit := gh, upload
+				if platform == "gitlab" {
+					script, junit = gl, report
+				}
+				cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
+				cmd.Dir = work
+				cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+					"K6_STUB_RUN="+fixtures.Path(t, "k6/history-v2.2.0/"+tc.run+".ndjson.gz"),
+					"GITHUB_STEP_SUMMARY="+summary, "ENVELOPE_HISTORY="+hist,
+					"CI_PIPELINE_ID=9", "CI_COMMIT_SHA="+tc.sha, "CI_COMMIT_REF_NAME=feature-x")
+				out, err := cmd.CombinedOutput()
+				if failed := err != nil; failed != tc.fail {
+					t.Fatalf("%s: job failed %v, want %v: %v\n%s", tc.run, failed, tc.fail, err, out)
+				}
+				checkJUnit(t, filepath.Join(work, junit), tc.fail)
+				if platform == "github" {
+					if b, err := os.ReadFile(summary); err != nil || !strings.Contains(string(b), "### Envelope checkout") {
+						t.Errorf("step summary: %v\n%s", err, b)
+					}
+				}
+			}
+			list := mustRun(t, "history", "--history", hist, "list", "--branch", "feature-x", "--format", "csv")
+			for _, want := range []string{"run-06,aaa111,,feature-x", "run-20,bbb222,,feature-x"} {
+				if !strings.Contains(list, want) {
+					t.Errorf("history lacks %s:\n%s", want, list)
+				}
+			}
+		})
+	}
+}
+
+// checkJUnit parses a JUnit file: a failure naming actor_get p95 when
+// the run regressed, none otherwise.
+func checkJUnit(t *testing.T, path string, regressed bool) {
+	t.Helper()
+	if regressed {
+		checkRegressedJUnit(t, path, "actor_get p95")
+		return
+	}
+	checkRegressedJUnit(t, path, "")
+}
+
+// checkRegressedJUnit parses a JUnit file: a failure naming figure, or
+// none when figure is "".
+func checkRegressedJUnit(t *testing.T, path, figure string) {
+	regressed := figure != ""
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Failures int `xml:"failures,attr"`
+		Suite    struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(r.Suite.Cases) < 4 {
+		t.Errorf("%s: %d test cases", path, len(r.Suite.Cases))
+	}
+	var failed []string
+	for _, c := range r.Suite.Cases {
+		if c.Failure != nil {
+			failed = append(failed, c.Failure.Message)
+		}
+	}
+	if regressed != (len(failed) > 0) || r.Failures != len(failed) {
+		t.Errorf("%s: failures %d %q, regressed %v", path, r.Failures, failed, regressed)
+	}
+	if regressed && !strings.Contains(strings.Join(failed, "\n"), figure+" regressed: +") {
+		t.Errorf("%s: no failure names %s: %q", path, figure, failed)
+	}
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/history"
+)
+
+// demoHistoryFigure is the figure the demo shows across commits: the
+// upload endpoint's p95, which rises at the eleventh commit.
+const demoHistoryFigure = "document_upload.p95"
+
+// demoHistory records the 30 embedded runs of one test, one per commit,
+// into a run history in the output folder and shows one figure across
+// them, as `history show` does.
+func demoHistory(ctx context.Context, d *demoEnv) error {
+	in, commits, err := demo.HistoryInputs()
+	if err != nil {
+		return err
+	}
+	recs := make([]history.Record, len(in))
+	for i := range in {
+		if recs[i], err = history.FromInput(in[i], history.Meta{Test: demo.HistoryTest, Commit: commits[i], Branch: history.DefaultMainBranch}, ""); err != nil {
+			return err
+		}
+	}
+	path := filepath.Join(d.Dir, history.DefaultDSN)
+	s, err := history.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer s.Close() //nolint:errcheck // the commit said whether it landed
+	if _, err := s.Add(ctx, recs); err != nil {
+		return err
+	}
+	ep, fig, err := history.ParseFigure(demoHistoryFigure)
+	if err != nil {
+		return err
+	}
+	pts, err := s.Series(ctx, history.Line{Test: demo.HistoryTest}, ep, fig)
+	if err != nil {
+		return err
+	}
+	d.Printf("history: %d runs of %s, one per commit, recorded in %s; `envelope history --history %s show --figure %s`:\n",
+		len(recs), demo.HistoryTest, path, path, demoHistoryFigure)
+	return history.SeriesView{Test: demo.HistoryTest, Endpoint: ep, Figure: fig, Points: pts}.Write(d.Stdout, "text")
+}

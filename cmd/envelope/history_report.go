@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/chart"
+	"github.com/envelope-dev/envelope/internal/cmdline"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/report"
+)
+
+// historyReportCommand adds `envelope history report`.
+func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
+	cmd := parent.Command("report", "Write a Markdown report of a test's main line: change points, outlier runs, drift, and a light and a dark chart per series (values by commit, segment levels, change points, outlier runs, the envelope's band). Reports nothing as new: history changes is the gate.")
+	envFile := cmd.Flag("envelope", "Envelope whose bands the charts show and whose tolerance the drift is judged against.").ExistingFile()
+	out := cmd.Flag("out", "Markdown file to write; the charts go to charts/ beside it.").Default("history-report.md").String()
+	cmd.Action(c.Action(func() error {
+		var env *envelope.Envelope
+		if *envFile != "" {
+			var err error
+			if env, err = envelope.ReadFile(*envFile); err != nil {
+				return cmdline.WithCode(cmdline.CodeError, err)
+			}
+		}
+		tol := envelope.DefaultTolerance()
+		if env != nil {
+			tol = env.Tolerance
+		}
+		ctx := context.Background()
+		s, test, err := f.openTest(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer s.Close() //nolint:errcheck // only read
+		l := history.Line{Test: test, MainBranch: f.mainBranchName()}
+		an, err := s.Analyze(ctx, l, changepoint.Config{})
+		if err != nil {
+			return cmdline.WithCode(cmdline.CodeError, err)
+		}
+		if len(an.Runs) == 0 {
+			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has no run on the main line", s.Where, test))
+		}
+		if env != nil {
+			an.DriftFrom = an.EnvelopeRun(env)
+		}
+		rep, err := an.Report(ctx, s, 1, &tol, false)
+		if err != nil {
+			return cmdline.WithCode(cmdline.CodeError, err)
+		}
+		hr, err := historyReportData(ctx, s, l, an, rep, env)
+		if err != nil {
+			return err
+		}
+		if err := report.WriteHistoryReport(hr, *out); err != nil {
+			return cmdline.WithCode(cmdline.CodeError, err)
+		}
+		c.Printf("history report of %s: %d runs, %d series, %d change points, %d outlier runs: %s\n",
+			test, rep.Runs, len(hr.Series), len(rep.Changes), len(rep.Outliers), *out)
+		return nil
+	}))
+}
+
+// historyReportData reads every series' runs, placed by their index in
+// the line, with the envelope's band of each figure.
+func historyReportData(ctx context.Context, s *history.Store, l history.Line, an *history.Analysis, rep *history.ChangesReport, env *envelope.Envelope) (report.HistoryReport, error) {
+	hr := report.HistoryReport{Changes: rep}
+	if env != nil {
+		hr.Envelope = env.Name
+	}
+	index := map[int64]int{}
+	for i, r := range an.Runs {
+		index[r.ID] = i + 1
+		hr.Labels = append(hr.Labels, cmpOr(r.Commit, cmpOr(r.TestID, fmt.Sprintf("#%d", i+1))))
+	}
+	for _, k := range an.Analyzer.Keys() {
+		pts, err := s.Series(ctx, l, k.Endpoint, k.Figure)
+		if err != nil {
+			return hr, err
+		}
+		hs := report.HistorySeries{Key: k, Band: envelopeBand(env, k.Endpoint, k.Figure)}
+		for _, p := range pts {
+			hs.Runs = append(hs.Runs, changepoint.Run{Index: index[p.Run.ID], Commit: p.Run.Commit, TestID: p.Run.TestID, Value: p.Value})
+		}
+		hr.Series = append(hr.Series, hs)
+	}
+	return hr, nil
+}
+
+// envelopeBand is the envelope's band of a figure: the min and max of
+// its baseline runs' values; nil when it has none.
+func envelopeBand(env *envelope.Envelope, endpoint, figure string) *chart.Band {
+	if env == nil {
+		return nil
+	}
+	spread := func(sp envelope.Spread) *chart.Band {
+		if sp.N == 0 {
+			return nil
+		}
+		return &chart.Band{Name: fmt.Sprintf("envelope %s–%s", envFigText(sp.Min), envFigText(sp.Max)), Low: sp.Min, High: sp.Max}
+	}
+	band := func(b envelope.Band) *chart.Band {
+		if b.N == 0 {
+			return nil
+		}
+		return &chart.Band{Name: fmt.Sprintf("envelope %s–%s", envFigText(b.Min), envFigText(b.Max)), Low: b.Min, High: b.Max}
+	}
+	lat := func(l envelope.Latency) *chart.Band {
+		switch figure {
+		case history.FigAvg:
+			return band(l.Avg)
+		case history.FigMedian:
+			return band(l.Median)
+		case history.FigP95:
+			return band(l.P95)
+		case history.FigP99:
+			return band(l.P99)
+		case history.FigMax:
+			return band(l.Max)
+		}
+		return nil
+	}
+	if endpoint != "" {
+		e, ok := env.Endpoints[endpoint]
+		if !ok {
+			return nil
+		}
+		return lat(envelope.Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
+	}
+	switch figure {
+	case history.FigRPS:
+		return spread(env.Throughput)
+	case history.FigIterationsPerS:
+		return spread(env.Iterations)
+	case history.FigRequestsPerIter:
+		return spread(env.RequestsPerIteration)
+	}
+	return lat(env.Latency)
+}
+
+func envFigText(v float64) string { return fmt.Sprintf("%.4g", v) }

@@ -1,0 +1,55 @@
+package cmdline
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+)
+
+// Interrupts is the process's handling of SIGINT and SIGTERM, installed
+// first thing in main. Installed later, by each command once it had read
+// its inputs, a signal in between was lost: a shell script starts a
+// background job with SIGINT ignored until a handler is installed, so
+// `serve` kept running, and otherwise the default action killed it
+// before it could stop cleanly. Now a command that runs until
+// interrupted (serve, demo, stack, ecs record) claims the signal and
+// finds its context already ended if one came early; any other command
+// exits at once with 130, as the default action would have.
+type Interrupts struct {
+	ctx     context.Context
+	claimed atomic.Bool
+}
+
+// ProcessInterrupts is set by main; commands run in-process by tests
+// install their own handling (SignalContext).
+var ProcessInterrupts *Interrupts
+
+// CatchInterrupts installs the handler; exit ends the process when no
+// command has claimed the signal.
+func CatchInterrupts(exit func(int)) *Interrupts {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	in := &Interrupts{ctx: ctx}
+	go func() {
+		<-ch
+		cancel()
+		if !in.claimed.Load() {
+			exit(130)
+		}
+	}()
+	return in
+}
+
+// SignalContext is the context a command that runs until interrupted
+// stops on: ended by the first SIGINT or SIGTERM, even one that came
+// before the command started.
+func (c *CLI) SignalContext() (context.Context, context.CancelFunc) {
+	if c.interrupts != nil {
+		c.interrupts.claimed.Store(true)
+		return context.WithCancel(c.interrupts.ctx)
+	}
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
