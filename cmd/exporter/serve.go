@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,12 +121,16 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		if err != nil {
 			return cmdline.WithCode(2, err)
 		}
-		return srv.RunWith(ctx, exporter.Inputs{
+		in := exporter.Inputs{
 			Results:  *results,
 			Follow:   *follow,
-			Push:     otelpush.Options{Endpoint: *pushEndpoint, Interval: *pushInterval, Insecure: *pushInsecure},
 			Replayed: func() { warnUnselected(log, envs, srv.K6Gatherer()) },
-		})
+		}
+		if *pushEndpoint != "" {
+			opts := otelpush.Options{Endpoint: *pushEndpoint, Interval: *pushInterval, Insecure: *pushInsecure, Logger: log, OnError: srv.PushFailed}
+			in.Push = func(ctx context.Context) error { return otelpush.Run(ctx, srv.K6Gatherer(), opts) }
+		}
+		return srv.RunWith(ctx, in)
 	}))
 }
 

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,6 +16,8 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // lockedBuffer is a log target written by the server's goroutines.
@@ -177,5 +183,64 @@ func TestDaemonCommands(t *testing.T) {
 	}
 	if code, out, _ := captureRun(t, "--version"); code != 0 || !strings.HasPrefix(out, "exporter, version ") {
 		t.Errorf("--version: exit %d: %s", code, out)
+	}
+}
+
+// `serve --otlp.push-endpoint` pushes the replayed k6 series to an OTLP
+// collector until interrupted.
+func TestServePushesOTLP(t *testing.T) {
+	names := make(chan []string, 16)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req colmetricpb.ExportMetricsServiceRequest
+		if err != nil || r.URL.Path != "/v1/metrics" || proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var got []string
+		for _, rm := range req.GetResourceMetrics() {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					got = append(got, m.GetName())
+				}
+			}
+		}
+		select {
+		case names <- got:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(nil)
+	}))
+	defer collector.Close()
+	var e lockedBuffer
+	var o bytes.Buffer
+	results := filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")
+	code := make(chan int, 1)
+	go func() {
+		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.results", results,
+			"--otlp.push-endpoint", collector.URL, "--otlp.push-interval", "100ms"}, &o, &e)
+	}()
+	deadline := time.After(20 * time.Second)
+	for pushed := false; !pushed; {
+		select {
+		case got := <-names:
+			pushed = slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, "http_req_duration") })
+		case c := <-code:
+			t.Fatalf("serve exited %d:\n%s", c, e.String())
+		case <-deadline:
+			t.Fatalf("no push carried the replayed http_req_duration:\n%s", e.String())
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit code %d:\n%s", c, e.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop on SIGINT")
 	}
 }

@@ -7,18 +7,16 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/envelope-dev/envelope/internal/otelpush"
 )
 
-// Inputs are what a served process reads besides what is pushed to it:
-// finished result files replayed at start, a live file followed, and an
-// OTLP push of what it serves.
+// Inputs are what a served process reads besides what is pushed to it
+// (finished result files replayed at start, a live file followed), and
+// what it pushes (the OTLP push of what it serves).
 type Inputs struct {
-	Results  []string         // replayed in order; not ready until done
-	Follow   string           // followed as it grows; "-" reads stdin; "" = none
-	Push     otelpush.Options // Push.Endpoint "" = no push
-	Replayed func()           // called once the results are replayed, if set
+	Results  []string                    // replayed in order; not ready until done
+	Follow   string                      // followed as it grows; "-" reads stdin; "" = none
+	Push     func(context.Context) error // pushes what is served until ctx ends; nil = no push
+	Replayed func()                      // called once the results are replayed, if set
 }
 
 // RunWith replays the finished files, follows the live file, pushes over
@@ -62,18 +60,12 @@ func (s *Server) RunWith(ctx context.Context, in Inputs) error {
 	default:
 		g.Go(func() error { return s.Follow(ctx, in.Follow) })
 	}
-	if in.Push.Endpoint != "" {
+	if in.Push != nil {
 		g.Go(func() error {
-			p := in.Push
-			if p.Logger == nil {
-				p.Logger = log
+			if err := in.Push(ctx); !errors.Is(err, context.Canceled) {
+				return err
 			}
-			p.OnError = s.PushFailed
-			err := otelpush.Run(ctx, s.K6Gatherer(), p)
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+			return nil
 		})
 	}
 	err := g.Wait()
