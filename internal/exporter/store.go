@@ -408,7 +408,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
-		f.bounds = ClassicBucketsAll(st.envs, name, contains)
+		f.bounds = classicBuckets(st.envs, name, contains)
 		f.boundPtrs = make([]*float64, len(f.bounds))
 		for i := range f.bounds {
 			f.boundPtrs[i] = &f.bounds[i]
