@@ -54,17 +54,12 @@ const (
 // ErrNoRuns is returned when Compute gets no input.
 var ErrNoRuns = errors.New("no runs given")
 
-// builtinTrends are k6's own trend metrics; every other trend is a custom
-// metric and becomes an endpoint band, as the reference baseline report's "Actor GET",
-// "Auth login" and the rest are.
-var builtinTrends = map[string]bool{
-	"http_req_duration": true, "http_req_blocked": true, "http_req_connecting": true,
-	"http_req_tls_handshaking": true, "http_req_sending": true, "http_req_waiting": true,
-	"http_req_receiving": true, "iteration_duration": true, "group_duration": true,
-	"ws_connecting": true, "ws_session_duration": true, "ws_ping": true,
-	"grpc_req_duration": true, "browser_http_req_duration": true,
-	"browser_web_vital_cls": true, "browser_web_vital_fcp": true, "browser_web_vital_fid": true,
-	"browser_web_vital_inp": true, "browser_web_vital_lcp": true, "browser_web_vital_ttfb": true,
+// isBuiltin tells k6's own metrics from a script's: every custom trend
+// becomes an endpoint band, as the reference baseline report's "Actor
+// GET", "Auth login" and the rest are.
+func isBuiltin(name string) bool {
+	_, _, ok := k6.Builtin(name)
+	return ok
 }
 
 // Compute derives the envelope from repeated runs by the baseline
@@ -364,7 +359,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 	for _, r := range in {
 		for name, m := range r.Run.Metrics {
 			switch {
-			case m.Type == k6.Trend && m.Parent == name && !builtinTrends[name] && m.Contains != k6.Data:
+			case m.Type == k6.Trend && m.Parent == name && !isBuiltin(name) && m.Contains != k6.Data:
 				trends[name] = true
 			case m.Parent == "http_req_duration" && len(m.Tags) == 1:
 				for t, v := range m.Tags {

@@ -423,3 +423,31 @@ func TestGathererMatchesCollector(t *testing.T) {
 		t.Errorf("scrape path has %d lines, collector path %d", len(gl), len(wl))
 	}
 }
+
+// k6's built-ins are typed from k6's one list without a Metric line:
+// a browser web vital is a time trend, the layout-shift score a unitless
+// one, browser bytes a data counter.
+func TestBuiltinsTypedWithoutMetricLine(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		metric string
+		value  float64
+		family string
+	}{
+		{"browser_web_vital_lcp", 1200, "k6_browser_web_vital_lcp_seconds"},
+		{"browser_web_vital_cls", 0.1, "k6_browser_web_vital_cls"},
+		{"browser_data_received", 512, "k6_browser_data_received_bytes_total"},
+		{"grpc_req_duration", 12, "k6_grpc_req_duration_seconds"},
+	} {
+		s.IngestPoint(&k6.Point{Metric: c.metric, Value: c.value, Tags: map[string]string{"testid": "b"}})
+		if gatherFamily(t, s, c.family) == nil {
+			t.Errorf("%s: no family %s", c.metric, c.family)
+		}
+	}
+	if got := testutil.ToFloat64(s.bad.WithLabelValues(SourceAPI, "unknown_metric")); got != 0 {
+		t.Errorf("unknown_metric = %v, want 0", got)
+	}
+}

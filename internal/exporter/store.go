@@ -21,28 +21,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
-// builtins types k6's built-in metrics for inputs that carry no Metric
-// line (a stream joined midway, OTLP without units).
-var builtins = map[string]struct {
-	typ      k6.MetricType
-	contains k6.ValueType
-}{
-	"vus": {k6.Gauge, k6.Default}, "vus_max": {k6.Gauge, k6.Default},
-	"iterations": {k6.Counter, k6.Default}, "iteration_duration": {k6.Trend, k6.Time},
-	"dropped_iterations": {k6.Counter, k6.Default}, "checks": {k6.Rate, k6.Default},
-	"group_duration": {k6.Trend, k6.Time}, "data_sent": {k6.Counter, k6.Data},
-	"data_received": {k6.Counter, k6.Data}, "http_reqs": {k6.Counter, k6.Default},
-	"http_req_failed": {k6.Rate, k6.Default}, "http_req_duration": {k6.Trend, k6.Time},
-	"http_req_blocked": {k6.Trend, k6.Time}, "http_req_connecting": {k6.Trend, k6.Time},
-	"http_req_tls_handshaking": {k6.Trend, k6.Time}, "http_req_sending": {k6.Trend, k6.Time},
-	"http_req_waiting": {k6.Trend, k6.Time}, "http_req_receiving": {k6.Trend, k6.Time},
-	"ws_sessions": {k6.Counter, k6.Default}, "ws_msgs_sent": {k6.Counter, k6.Default},
-	"ws_msgs_received": {k6.Counter, k6.Default}, "ws_ping": {k6.Trend, k6.Time},
-	"ws_session_duration": {k6.Trend, k6.Time}, "ws_connecting": {k6.Trend, k6.Time},
-	"grpc_req_duration": {k6.Trend, k6.Time}, "grpc_streams": {k6.Counter, k6.Default},
-	"grpc_streams_msgs_sent": {k6.Counter, k6.Default}, "grpc_streams_msgs_received": {k6.Counter, k6.Default},
-}
-
 // family is one k6 metric exposed as one Prometheus metric family.
 type family struct {
 	k6name     string
@@ -232,8 +210,10 @@ func (st *store) lookup(name string) (*family, error) {
 	if f != nil {
 		return f, nil
 	}
-	if b, ok := builtins[name]; ok {
-		return st.define(name, b.typ, b.contains)
+	// k6's built-ins are typed for inputs that carry no Metric line (a
+	// stream joined midway, OTLP without units).
+	if typ, contains, ok := k6.Builtin(name); ok {
+		return st.define(name, typ, contains)
 	}
 	return nil, errUnknownMetric
 }

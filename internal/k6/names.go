@@ -27,7 +27,9 @@ func SplitName(name string) (parent string, tags map[string]string) {
 }
 
 // builtin describes k6's built-in metrics, for formats that do not carry
-// types (CSV, summary-export).
+// types (CSV, summary-export), inputs joined midway without their Metric
+// line, OTLP without units, and to tell a script's custom metrics from
+// k6's own. This is the one list: every package asks Builtin.
 type builtin struct {
 	typ      MetricType
 	contains ValueType
@@ -62,6 +64,17 @@ var builtins = map[string]builtin{
 	"grpc_streams":               {Counter, Default},
 	"grpc_streams_msgs_sent":     {Counter, Default},
 	"grpc_streams_msgs_received": {Counter, Default},
+	// k6/browser.
+	"browser_data_received":     {Counter, Data},
+	"browser_data_sent":         {Counter, Data},
+	"browser_http_req_duration": {Trend, Time},
+	"browser_http_req_failed":   {Rate, Default},
+	"browser_web_vital_cls":     {Trend, Default}, // layout shift score, no unit
+	"browser_web_vital_fcp":     {Trend, Time},
+	"browser_web_vital_fid":     {Trend, Time},
+	"browser_web_vital_inp":     {Trend, Time},
+	"browser_web_vital_lcp":     {Trend, Time},
+	"browser_web_vital_ttfb":    {Trend, Time},
 }
 
 // Builtin reports the type and contents of a k6 built-in metric.
