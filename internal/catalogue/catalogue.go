@@ -28,6 +28,18 @@ type Desc struct {
 // Labels taken from k6 tags by default; others only when allowed.
 var DefaultK6Labels = []string{"testid", "scenario", "name", "method", "status", "expected_response", "group"}
 
+// k6 Rate metrics are one counter with a condition label, as k6's own
+// OpenTelemetry output writes them: ConditionNonzero counts the true
+// samples (failed requests, passed checks), ConditionZero the others.
+// NonzeroMatcher selects the true samples in PromQL.
+const (
+	ConditionLabel   = "condition"
+	ConditionNonzero = "nonzero"
+	ConditionZero    = "zero"
+	NonzeroMatcher   = ConditionLabel + `="` + ConditionNonzero + `"`
+	ZeroMatcher      = ConditionLabel + `="` + ConditionZero + `"`
+)
+
 // Namespaces.
 const (
 	K6Namespace       = "k6"
@@ -43,13 +55,13 @@ var (
 	// own OpenTelemetry output does: condition="nonzero" counts failed
 	// requests for http_req_failed.
 	HTTPReqFailed = Desc{Name: "k6_http_req_failed_total", Type: CounterType, Unit: "requests",
-		Help: "http_req_failed samples by condition (nonzero = failed request).", Labels: append(DefaultK6Labels[:len(DefaultK6Labels):len(DefaultK6Labels)], "condition"), Source: "k6"}
+		Help: "http_req_failed samples by condition (nonzero = failed request).", Labels: append(DefaultK6Labels[:len(DefaultK6Labels):len(DefaultK6Labels)], ConditionLabel), Source: "k6"}
 	Iterations = Desc{Name: "k6_iterations_total", Type: CounterType, Unit: "iterations",
 		Help: "Completed k6 iterations.", Labels: []string{"testid", "scenario"}, Source: "k6"}
 	DroppedIterations = Desc{Name: "k6_dropped_iterations_total", Type: CounterType, Unit: "iterations",
 		Help: "Iterations k6 could not start (arrival-rate executors out of VUs).", Labels: []string{"testid", "scenario"}, Source: "k6"}
 	Checks = Desc{Name: "k6_checks_total", Type: CounterType, Unit: "checks",
-		Help: "k6 check outcomes by condition (nonzero = passed).", Labels: []string{"testid", "scenario", "group", "check", "condition"}, Source: "k6"}
+		Help: "k6 check outcomes by condition (nonzero = passed).", Labels: []string{"testid", "scenario", "group", "check", ConditionLabel}, Source: "k6"}
 	VUs = Desc{Name: "k6_vus", Type: GaugeType, Unit: "vus",
 		Help: "Active k6 virtual users.", Labels: []string{"testid"}, Source: "k6"}
 	VUsMax = Desc{Name: "k6_vus_max", Type: GaugeType, Unit: "vus",

@@ -370,7 +370,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.labels = dedupe(f.labels)
 	promLabels := slices.Clone(f.labels)
 	if typ == k6.Rate {
-		promLabels = append(promLabels, "condition")
+		promLabels = append(promLabels, catalogue.ConditionLabel)
 	}
 	help := fmt.Sprintf("k6 %s metric %s", typ, name)
 	if d, ok := catalogue.Lookup(seriesName); ok {
@@ -401,7 +401,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 // which the store adds for rates), or the default k6 labels.
 func labelsFor(seriesName string) []string {
 	if d, ok := catalogue.Lookup(seriesName); ok && len(d.Labels) > 0 {
-		return slices.DeleteFunc(slices.Clone(d.Labels), func(l string) bool { return l == "condition" })
+		return slices.DeleteFunc(slices.Clone(d.Labels), func(l string) bool { return l == catalogue.ConditionLabel })
 	}
 	return catalogue.DefaultK6Labels
 }
@@ -468,17 +468,17 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 		values[i] = tags[l]
 	}
 	s = &series{key: string(buf), values: values, created: st.now(), run: st.runOf(tags["testid"])}
-	s.pairs[0] = f.labelPairs(values, "zero")
+	s.pairs[0] = f.labelPairs(values, catalogue.ConditionZero)
 	var sk strings.Builder
 	for _, lp := range s.pairs[0] {
-		if lp.GetName() != "condition" {
+		if lp.GetName() != catalogue.ConditionLabel {
 			sk.WriteString(lp.GetValue())
 			sk.WriteByte(0)
 		}
 	}
 	s.sortKey = sk.String()
 	if f.typ == k6.Rate {
-		s.pairs[1] = f.labelPairs(values, "nonzero")
+		s.pairs[1] = f.labelPairs(values, catalogue.ConditionNonzero)
 	}
 	if f.typ == k6.Trend {
 		s.h = newHist(f.bounds, s.created, st.native)
