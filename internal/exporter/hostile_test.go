@@ -51,8 +51,28 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
+// hostileServer serves hostile input with the bounds exporter serve runs
+// with (DefaultConfig), but for those cfg sets.
 func hostileServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
+	d := DefaultConfig()
+	for _, f := range []struct{ p, def *int }{
+		{&cfg.SeriesLimit, &d.SeriesLimit}, {&cfg.MetricLimit, &d.MetricLimit}, {&cfg.MaxLabelValue, &d.MaxLabelValue},
+		{&cfg.NativeMaxBuckets, &d.NativeMaxBuckets}, {&cfg.OTLPStreamLimit, &d.OTLPStreamLimit},
+		{&cfg.MaxConnections, &d.MaxConnections}, {&cfg.MaxRequests, &d.MaxRequests},
+	} {
+		if *f.p == 0 {
+			*f.p = *f.def
+		}
+	}
+	for _, f := range []struct{ p, def *int64 }{{&cfg.NativeBucketBudget, &d.NativeBucketBudget}, {&cfg.OTLPMemoryBudget, &d.OTLPMemoryBudget}} {
+		if *f.p == 0 {
+			*f.p = *f.def
+		}
+	}
+	if cfg.SeriesTTL == 0 {
+		cfg.SeriesTTL = d.SeriesTTL
+	}
 	cfg.DisableExporterMetrics = true
 	s, err := New(cfg)
 	if err != nil {

@@ -182,10 +182,9 @@ func (s *Server) listen(addrs []string) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// limit bounds l to cfg.MaxConnections open connections (none when
-// negative).
+// limit bounds l to cfg.MaxConnections open connections (none when 0).
 func (s *Server) limit(l net.Listener) net.Listener {
-	if s.cfg.MaxConnections < 0 {
+	if s.cfg.MaxConnections <= 0 {
 		return l
 	}
 	return netutil.LimitListener(l, s.cfg.MaxConnections)

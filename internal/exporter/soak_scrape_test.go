@@ -83,7 +83,7 @@ func fillHistograms(s *Server, series, samples int) error {
 func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	var res scrapeResult
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
-	s, err := New(Config{})
+	s, err := New(DefaultConfig())
 	if err != nil {
 		return res, err
 	}

@@ -79,7 +79,7 @@ type soakTarget struct {
 
 func startSoak(b testing.TB) (*soakTarget, func()) {
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
-	s, err := New(Config{})            // default flags
+	s, err := New(DefaultConfig())     // default flags
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func (rc *Receiver) stream(ident, key, start, t uint64) (st *stream, refused str
 	}
 	st = rc.streams[key]
 	if st == nil {
-		if len(rc.streams) >= rc.opts.StreamLimit {
+		if rc.opts.StreamLimit > 0 && len(rc.streams) >= rc.opts.StreamLimit {
 			return nil, refuseStreams
 		}
 		if id == nil {
