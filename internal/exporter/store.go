@@ -403,7 +403,7 @@ func labelsFor(seriesName string) []string {
 	if d, ok := catalogue.Lookup(seriesName); ok && len(d.Labels) > 0 {
 		return slices.DeleteFunc(slices.Clone(d.Labels), func(l string) bool { return l == catalogue.ConditionLabel })
 	}
-	return catalogue.DefaultK6Labels
+	return catalogue.DefaultK6Labels()
 }
 
 func dedupe(s []string) []string {

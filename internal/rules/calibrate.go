@@ -71,7 +71,7 @@ type ThroughputBound struct {
 	FloorPerVU     float64 // req/s per VU, 0 without a VU count
 
 	// Window is the rate window of the throughput alerts (see
-	// ThroughputWindows), WindowStr as PromQL writes it.
+	// throughputWindows), WindowStr as PromQL writes it.
 	Window    time.Duration
 	WindowStr string
 	// Dropped is a run at twice the tolerance below the band (req/s), and
@@ -80,9 +80,9 @@ type ThroughputBound struct {
 	Separation float64
 }
 
-// ThroughputWindows are the rate windows the calibrator tries for the
+// throughputWindows are the rate windows the calibrator tries for the
 // throughput alerts, shortest first.
-var ThroughputWindows = []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute}
+var throughputWindows = [...]time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute}
 
 // DetectZ is the separation, in σ of the dropped run's rate over one
 // window, that the throughput window must give between a run dropped by
@@ -239,7 +239,7 @@ func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) err
 	// Shortest window that still separates a 2×tolerance drop; the
 	// latency window when none does (a zero tolerance, a thin rate).
 	t.Window = c.Window
-	for _, tw := range ThroughputWindows {
+	for _, tw := range throughputWindows {
 		if tw > c.Window {
 			break
 		}
@@ -308,8 +308,8 @@ func (c *Calibration) endpoints(env *envelope.Envelope, tol envelope.Tolerance) 
 		case ep.Metric != "":
 			b.Series = catalogue.SeriesName(trend, "trend", "time")
 		default:
-			if !isExposedLabel(ep.Tag) {
-				return fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels, ", "))
+			if !catalogue.IsDefaultK6Label(ep.Tag) {
+				return fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels(), ", "))
 			}
 			b.Series = catalogue.HTTPReqDuration.Name
 			b.Selector = ep.Tag + "=" + promString(ep.Value)
@@ -365,15 +365,6 @@ func LeValue(v float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-func isExposedLabel(l string) bool {
-	for _, x := range catalogue.DefaultK6Labels {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }
 
 // chiSquareQuantile is the Wilson–Hilferty approximation of the p

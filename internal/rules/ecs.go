@@ -7,8 +7,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-func init() { RegisterGroup(50, "ecs", buildECS) }
-
 // ECS alert names.
 const (
 	AlertECSCPUSaturated       = "ECSTaskCPUSaturated"

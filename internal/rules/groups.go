@@ -9,12 +9,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-func init() {
-	RegisterGroup(10, "recording", buildRecording)
-	RegisterGroup(20, "alerts", buildAlerts)
-	RegisterGroup(30, "endpoints", buildEndpointAlerts)
-}
-
 // Alert names.
 const (
 	AlertThroughputLow      = "K6EnvelopeThroughputLow"
