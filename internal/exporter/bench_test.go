@@ -195,7 +195,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.ReplayReader("bench", &cycleReader{lines: lines, n: n}); err != nil {
+				if _, err := s.replayReader("bench", &cycleReader{lines: lines, n: n}); err != nil {
 					b.Fatal(err)
 				}
 				runtime.GC()

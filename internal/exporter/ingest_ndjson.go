@@ -87,11 +87,8 @@ func (li *lineIngester) line(line []byte) { _ = li.r.Feed(line) }
 
 func (li *lineIngester) bad(e *k6.LineError) error {
 	reason := "malformed"
-	switch {
-	case errors.Is(e, k6.ErrLineTooLong):
+	if errors.Is(e, k6.ErrLineTooLong) {
 		reason = "line_too_long"
-	case errors.Is(e, k6.ErrNotImplemented):
-		reason = "parser_unavailable"
 	}
 	li.s.refuse(li.src, otlp.Refuse(reason, fmt.Errorf("%s: line %d: %w", e.File, e.Line, e.Err)), 1)
 	return nil
@@ -183,8 +180,9 @@ func (s *Server) replayCSV(in *k6.Input) (int, error) {
 	return len(run.Points), nil
 }
 
-// ReplayReader ingests NDJSON from r, as ReplayFile does.
-func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
+// replayReader ingests NDJSON from r, as ReplayFile does, without its
+// check that samples came.
+func (s *Server) replayReader(name string, r io.Reader) (int, error) {
 	in, err := k6.NewInput(name, r)
 	if err != nil {
 		return 0, err

@@ -73,7 +73,7 @@ func fillHistograms(s *Server, series, samples int) error {
 		}
 		_ = pw.CloseWithError(w.Flush()) // always nil
 	}()
-	_, err := s.ReplayReader("scrapers", pr)
+	_, err := s.replayReader("scrapers", pr)
 	return err
 }
 

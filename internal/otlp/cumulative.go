@@ -57,13 +57,6 @@ func (rc *Receiver) charge(st *stream, n int) bool {
 	return true
 }
 
-// Streams is the number of cumulative streams remembered.
-func (rc *Receiver) Streams() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.streams)
-}
-
 // Expire forgets the cumulative streams not used since before; it
 // returns how many. A stream seen again later starts from its next
 // point's full value, as a new stream.
