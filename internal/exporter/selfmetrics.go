@@ -33,7 +33,7 @@ func (s *Server) registerSelfMetrics(limit int) {
 	for _, src := range []string{SourceNDJSON, SourceResults, SourceOTLP, SourceAPI} {
 		s.points.WithLabelValues(src) // known in advance: export 0
 	}
-	for _, o := range otlp.Outcomes {
+	for _, o := range otlp.Outcomes() {
 		s.otlpReqs.WithLabelValues(o)
 	}
 	seriesGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: catalogue.ExporterSeries.Name, Help: catalogue.ExporterSeries.Help},

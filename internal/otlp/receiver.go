@@ -53,8 +53,11 @@ const (
 	OutcomeTimeout = "timeout"
 )
 
-// Outcomes lists every outcome.
-var Outcomes = []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod, OutcomeBusy, OutcomeUnauthorized}
+// Outcomes lists the outcomes a request's handling ends in (a timeout is
+// the server's, counted as it happens); a fresh slice each call.
+func Outcomes() []string {
+	return []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod, OutcomeBusy, OutcomeUnauthorized}
+}
 
 // Sink takes the samples. Names are k6 metric names (prefix and ".total"
 // removed); values are in k6 units (ms for time). A non-nil error (a
