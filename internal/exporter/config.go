@@ -49,13 +49,13 @@ type Config struct {
 	DisableExporterMetrics bool   // drop go_* and process_* series
 	MaxRequests            int    // parallel scrapes; 0 = no limit
 	// MaxHeaderBytes bounds one HTTP request's headers; 0 =
-	// DefaultMaxHeaderBytes.
+	// defaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	// MaxConnections bounds the open connections of each listener Run
 	// opens (HTTP and gRPC); 0 = no limit.
 	MaxConnections int
 	// ShutdownGrace is how long Run lets requests in flight finish once
-	// its context ends; 0 = DefaultShutdownGrace.
+	// its context ends; 0 = defaultShutdownGrace.
 	ShutdownGrace time.Duration
 
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
@@ -111,10 +111,10 @@ func (cfg *Config) setDefaults() error {
 		cfg.OTLPMaxBody = otlp.DefaultMaxBody
 	}
 	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+		cfg.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
+		cfg.ShutdownGrace = defaultShutdownGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -144,29 +144,29 @@ func validLabel(s string) bool {
 // 0 what Config does: no limit.
 func DefaultConfig() Config {
 	return Config{
-		SeriesLimit:        DefaultSeriesLimit,
-		MetricLimit:        DefaultMetricLimit,
-		MaxLabelValue:      DefaultMaxLabelValue,
-		SeriesTTL:          DefaultSeriesTTL,
-		NativeMaxBuckets:   DefaultNativeMaxBuckets,
-		NativeBucketBudget: DefaultNativeBucketBudget,
+		SeriesLimit:        defaultSeriesLimit,
+		MetricLimit:        defaultMetricLimit,
+		MaxLabelValue:      defaultMaxLabelValue,
+		SeriesTTL:          defaultSeriesTTL,
+		NativeMaxBuckets:   defaultNativeMaxBuckets,
+		NativeBucketBudget: defaultNativeBucketBudget,
 		TelemetryPath:      "/metrics",
-		MaxRequests:        DefaultMaxRequests,
-		MaxHeaderBytes:     DefaultMaxHeaderBytes,
-		MaxConnections:     DefaultMaxConnections,
-		ShutdownGrace:      DefaultShutdownGrace,
+		MaxRequests:        defaultMaxRequests,
+		MaxHeaderBytes:     defaultMaxHeaderBytes,
+		MaxConnections:     defaultMaxConnections,
+		ShutdownGrace:      defaultShutdownGrace,
 		OTLPMaxBody:        otlp.DefaultMaxBody,
-		OTLPMemoryBudget:   DefaultOTLPMemoryBudget,
+		OTLPMemoryBudget:   defaultOTLPMemoryBudget,
 		OTLPStreamLimit:    otlp.DefaultStreamLimit,
 	}
 }
 
 // Defaults of the bounds on what input can grow (see Config).
 const (
-	DefaultMaxRequests      = 40               // parallel scrapes
-	DefaultSeriesLimit      = 10000            // k6 label sets
-	DefaultMetricLimit      = 1000             // distinct k6 metric names
-	DefaultMaxLabelValue    = 1024             // bytes of one label value
-	DefaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
-	DefaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
+	defaultMaxRequests      = 40               // parallel scrapes
+	defaultSeriesLimit      = 10000            // k6 label sets
+	defaultMetricLimit      = 1000             // distinct k6 metric names
+	defaultMaxLabelValue    = 1024             // bytes of one label value
+	defaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
+	defaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
 )

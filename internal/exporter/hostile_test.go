@@ -327,8 +327,8 @@ func TestHostileWideHistograms(t *testing.T) {
 	}
 	f, _ := s.st.lookup("wide")
 	ser := f.snapshot()[0]
-	if n := len(ser.h.pos.idx); n > DefaultNativeMaxBuckets || ser.h.schema >= NativeSchema {
-		t.Errorf("%d native buckets at schema %d, want at most %d at a lower schema", n, ser.h.schema, DefaultNativeMaxBuckets)
+	if n := len(ser.h.pos.idx); n > defaultNativeMaxBuckets || ser.h.schema >= NativeSchema {
+		t.Errorf("%d native buckets at schema %d, want at most %d at a lower schema", n, ser.h.schema, defaultNativeMaxBuckets)
 	}
 	var total uint64
 	for _, c := range ser.h.classic {
@@ -675,8 +675,8 @@ func TestHostileGRPC(t *testing.T) {
 	if hs.ReadTimeout == 0 || hs.WriteTimeout == 0 || hs.IdleTimeout == 0 || hs.ReadHeaderTimeout == 0 {
 		t.Errorf("HTTP timeouts not all set: %+v", hs)
 	}
-	if hs.MaxHeaderBytes != DefaultMaxHeaderBytes {
-		t.Errorf("MaxHeaderBytes = %d, want %d", hs.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	if hs.MaxHeaderBytes != defaultMaxHeaderBytes {
+		t.Errorf("MaxHeaderBytes = %d, want %d", hs.MaxHeaderBytes, defaultMaxHeaderBytes)
 	}
 }
 

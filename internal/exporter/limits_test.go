@@ -25,7 +25,7 @@ func TestLimitConvention(t *testing.T) {
 		}
 		return s
 	}
-	n := DefaultSeriesLimit + 5
+	n := defaultSeriesLimit + 5
 	for _, c := range []struct {
 		name      string
 		cfg       Config
@@ -33,7 +33,7 @@ func TestLimitConvention(t *testing.T) {
 		overflown float64
 	}{
 		{"zero config: no limit", Config{}, n, 0},
-		{"default config", DefaultConfig(), DefaultSeriesLimit, 5},
+		{"default config", DefaultConfig(), defaultSeriesLimit, 5},
 		{"explicit limit", Config{SeriesLimit: 7}, 7, float64(n - 7)},
 	} {
 		s := fill(c.cfg, n)
@@ -51,13 +51,13 @@ func TestLimitConvention(t *testing.T) {
 	}
 	d := DefaultConfig()
 	for name, ok := range map[string]bool{
-		"series":      d.SeriesLimit == DefaultSeriesLimit,
-		"metrics":     d.MetricLimit == DefaultMetricLimit,
-		"label":       d.MaxLabelValue == DefaultMaxLabelValue,
-		"ttl":         d.SeriesTTL == DefaultSeriesTTL,
-		"native":      d.NativeMaxBuckets == DefaultNativeMaxBuckets && d.NativeBucketBudget == DefaultNativeBucketBudget,
-		"otlp budget": d.OTLPMemoryBudget == DefaultOTLPMemoryBudget && d.OTLPStreamLimit > 0,
-		"connections": d.MaxConnections == DefaultMaxConnections && d.MaxRequests == DefaultMaxRequests,
+		"series":      d.SeriesLimit == defaultSeriesLimit,
+		"metrics":     d.MetricLimit == defaultMetricLimit,
+		"label":       d.MaxLabelValue == defaultMaxLabelValue,
+		"ttl":         d.SeriesTTL == defaultSeriesTTL,
+		"native":      d.NativeMaxBuckets == defaultNativeMaxBuckets && d.NativeBucketBudget == defaultNativeBucketBudget,
+		"otlp budget": d.OTLPMemoryBudget == defaultOTLPMemoryBudget && d.OTLPStreamLimit > 0,
+		"connections": d.MaxConnections == defaultMaxConnections && d.MaxRequests == defaultMaxRequests,
 	} {
 		if !ok {
 			t.Errorf("DefaultConfig: %s bound not at its default: %+v", name, d)

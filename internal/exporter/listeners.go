@@ -153,16 +153,16 @@ const (
 
 // Defaults of the HTTP server's own bounds (see Config).
 const (
-	// DefaultMaxHeaderBytes bounds one request's headers: a scrape or an
+	// defaultMaxHeaderBytes bounds one request's headers: a scrape or an
 	// OTLP push sends well under 8 KiB, and a client that sends more
 	// before any auth holds at most this much.
-	DefaultMaxHeaderBytes = 64 << 10
-	// DefaultMaxConnections bounds open connections per listener; further
+	defaultMaxHeaderBytes = 64 << 10
+	// defaultMaxConnections bounds open connections per listener; further
 	// ones wait in the kernel's accept queue.
-	DefaultMaxConnections = 512
-	// DefaultShutdownGrace is how long in-flight requests may finish
+	defaultMaxConnections = 512
+	// defaultShutdownGrace is how long in-flight requests may finish
 	// after SIGTERM or SIGINT.
-	DefaultShutdownGrace = 10 * time.Second
+	defaultShutdownGrace = 10 * time.Second
 )
 
 // listen opens one listener per address, each bounded to

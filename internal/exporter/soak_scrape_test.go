@@ -311,7 +311,7 @@ func TestSoakScrapersBounded(t *testing.T) {
 	}
 	// 100 stalled connections of headers hold at most the header bound
 	// each.
-	if rf.PeakRSSMiB > r1.PeakRSSMiB+100*float64(DefaultMaxHeaderBytes)*4/(1<<20) {
+	if rf.PeakRSSMiB > r1.PeakRSSMiB+100*float64(defaultMaxHeaderBytes)*4/(1<<20) {
 		t.Errorf("the header flood peaked at %.0f MiB against %.0f MiB without it", rf.PeakRSSMiB, r1.PeakRSSMiB)
 	}
 }

@@ -82,17 +82,3 @@ func Builtin(name string) (MetricType, ValueType, bool) {
 	b, ok := builtins[name]
 	return b.typ, b.contains, ok
 }
-
-// TypesFrom returns the metric types and contents of a loaded run, keyed
-// by metric name, for LoadOptions.Types: a CSV (which carries no types)
-// can borrow them from the same test's summary.
-func TypesFrom(r *Run) map[string]MetricDef {
-	out := map[string]MetricDef{}
-	for _, m := range r.Metrics {
-		if _, ok := out[m.Parent]; ok || m.Tags != nil && r.Metrics[m.Parent] != nil {
-			continue
-		}
-		out[m.Parent] = MetricDef{Name: m.Parent, Type: m.Type, Contains: m.Contains}
-	}
-	return out
-}
