@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -178,17 +177,6 @@ func (s *Server) replayCSV(in *k6.Input) (int, error) {
 	}
 	s.accepted(SourceResults, kept)
 	return len(run.Points), nil
-}
-
-// replayReader ingests NDJSON from r, as ReplayFile does, without its
-// check that samples came.
-func (s *Server) replayReader(name string, r io.Reader) (int, error) {
-	in, err := k6.NewInput(name, r)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close() //nolint:errcheck // only read
-	return s.ingestLines(in, SourceResults, false)
 }
 
 func (s *Server) ingestLines(in *k6.Input, src string, live bool) (int, error) {

@@ -352,13 +352,6 @@ func (st *store) removeDead() int {
 	return removed
 }
 
-// runCount is the number of runs held.
-func (st *store) runCount() int {
-	st.runMu.Lock()
-	defer st.runMu.Unlock()
-	return len(st.runs)
-}
-
 func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType) *family {
 	f := &family{k6name: name, typ: typ, contains: contains, scale: 1, series: map[string]*series{}}
 	if contains == k6.Time {
@@ -621,35 +614,6 @@ func (st *store) gather() []*dto.MetricFamily {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
-}
-
-// collect emits every series as prometheus.Metrics (the Collector path,
-// used by the pedantic tests and registries of other commands).
-func (st *store) collect(ch chan<- prometheus.Metric) {
-	for _, f := range st.sortedFamilies() {
-		for _, s := range f.snapshot() {
-			if f.typ == k6.Rate {
-				ch <- &k6Metric{f: f, s: s, cond: 1}
-				ch <- &k6Metric{f: f, s: s, cond: 0}
-				continue
-			}
-			ch <- &k6Metric{f: f, s: s}
-		}
-	}
-}
-
-// k6Metric renders one series at scrape time.
-type k6Metric struct {
-	f    *family
-	s    *series
-	cond int
-}
-
-func (m *k6Metric) Desc() *prometheus.Desc { return m.f.desc }
-
-func (m *k6Metric) Write(out *dto.Metric) error {
-	m.f.write(m.s, m.cond, out)
-	return nil
 }
 
 // sortedFamilies lists families by k6 name (for tests and the OTel push).
