@@ -177,7 +177,7 @@ func runSpreads(env *Envelope, in []Input, conf float64, w *warnings) error {
 // bands, with every run's own value of each endpoint statistic.
 func latencyAndEndpoints(env *Envelope, in []Input, opts Options, conf float64, w *warnings) {
 	var missing []string
-	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics["http_req_duration"] })
+	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics[k6.HTTPReqDuration] })
 	if env.Latency.Median.N == 0 && env.Latency.P95.N == 0 {
 		w.add("no run has http_req_duration: the latency bands are empty")
 	}
@@ -282,7 +282,7 @@ func runFigures(in Input) (RunFigures, error) {
 	if fm := r.Metrics["http_req_failed"]; fm != nil {
 		f.Failed = int64(math.Round(fm.Values["passes"]))
 	}
-	if d := r.Metrics["http_req_duration"]; d != nil {
+	if d := r.Metrics[k6.HTTPReqDuration]; d != nil {
 		f.Avg = round6(d.Values["avg"])
 		f.Median = round6(d.Values["med"])
 		f.P95 = round6(d.Values["p(95)"])
@@ -361,7 +361,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 			switch {
 			case m.Type == k6.Trend && m.Parent == name && !isBuiltin(name) && m.Contains != k6.Data:
 				trends[name] = true
-			case m.Parent == "http_req_duration" && len(m.Tags) == 1:
+			case m.Parent == k6.HTTPReqDuration && len(m.Tags) == 1:
 				for t, v := range m.Tags {
 					if t != "expected_response" {
 						subs[name] = [2]string{t, v}
@@ -371,7 +371,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 		}
 		if groupBy != "" && r.Run.GroupBy == groupBy {
 			for v, ms := range r.Run.Groups {
-				if ms["http_req_duration"] != nil {
+				if ms[k6.HTTPReqDuration] != nil {
 					groups[v] = true
 				}
 			}
@@ -401,7 +401,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 				if r.GroupBy != groupBy {
 					return nil
 				}
-				return r.Groups[v]["http_req_duration"]
+				return r.Groups[v][k6.HTTPReqDuration]
 			}})
 	}
 	return keys
@@ -431,7 +431,7 @@ func duplicateGroups(in []Input, groupBy string, trends, groups []string) map[st
 		byTrend := map[string][]float64{}
 		byGroup := map[string][]float64{}
 		for _, p := range r.Run.Points {
-			if p.Metric == "http_req_duration" {
+			if p.Metric == k6.HTTPReqDuration {
 				if v, ok := p.Tags[groupBy]; ok {
 					byGroup[v] = append(byGroup[v], p.Value)
 				}

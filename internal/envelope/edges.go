@@ -4,11 +4,9 @@ import (
 	"math"
 	"slices"
 	"sort"
-)
 
-// HTTPReqDuration is k6's request-duration trend: the overall latency
-// bands and the bands of tag-selected endpoints are measured on it.
-const HTTPReqDuration = "http_req_duration"
+	"github.com/envelope-dev/envelope/internal/k6"
+)
 
 // Seconds converts an envelope latency figure (ms) to a classic bucket
 // bound: seconds rounded to the microsecond, so that the `le` label reads
@@ -33,7 +31,7 @@ func (e Endpoint) Trend() string {
 	case e.Metric != "":
 		return e.Metric
 	case e.Tag != "" && e.Value != "":
-		return HTTPReqDuration
+		return k6.HTTPReqDuration
 	}
 	return ""
 }
@@ -60,7 +58,7 @@ func (env *Envelope) LatencyBands() []LatencyBand {
 			}
 		}
 	}
-	add(HTTPReqDuration, "", env.Latency.Median, env.Latency.P95, env.Latency.P99)
+	add(k6.HTTPReqDuration, "", env.Latency.Median, env.Latency.P95, env.Latency.P99)
 	keys := make([]string, 0, len(env.Endpoints))
 	for k := range env.Endpoints {
 		keys = append(keys, k)

@@ -3,6 +3,8 @@ package envelope
 import (
 	"slices"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 func TestBucketEdges(t *testing.T) {
@@ -20,7 +22,7 @@ func TestBucketEdges(t *testing.T) {
 		trend string
 		want  []float64
 	}{
-		{HTTPReqDuration, []float64{0.005, 0.0065, 0.00715, 0.1, 0.12, 0.132, 0.3577, 0.4053, 0.44583, 0.9, 0.9372, 1.03092}},
+		{k6.HTTPReqDuration, []float64{0.005, 0.0065, 0.00715, 0.1, 0.12, 0.132, 0.3577, 0.4053, 0.44583, 0.9, 0.9372, 1.03092}},
 		{"actor_get", []float64{0.012, 0.015, 0.0165}},
 		// 0.0001 ms rounds to 0 s: no bucket at 0, the threshold at 1 µs.
 		{"tiny", []float64{1e-6}},
@@ -38,7 +40,7 @@ func TestBucketEdges(t *testing.T) {
 			t.Errorf("band of an endpoint without a trend listed: %+v", b)
 		}
 	}
-	if got := (Endpoint{Tag: "name", Value: "x"}).Trend(); got != HTTPReqDuration {
+	if got := (Endpoint{Tag: "name", Value: "x"}).Trend(); got != k6.HTTPReqDuration {
 		t.Errorf("tag endpoint trend %q", got)
 	}
 }

@@ -94,7 +94,7 @@ func Samples(r *k6.Run, eps map[string]Endpoint) (aggregate []float64, perEndpoi
 		}
 	}
 	for _, p := range r.Points {
-		if p.Metric == "http_req_duration" {
+		if p.Metric == k6.HTTPReqDuration {
 			aggregate = append(aggregate, p.Value)
 			for _, s := range byTag {
 				if p.Tags[s.tag] == s.value {

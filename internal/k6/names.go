@@ -26,6 +26,11 @@ func SplitName(name string) (parent string, tags map[string]string) {
 	return parent, tags
 }
 
+// HTTPReqDuration is k6's request-duration trend, the one the
+// envelope's overall latency bands, tag-selected endpoints and reports
+// are measured on.
+const HTTPReqDuration = "http_req_duration"
+
 // builtin describes k6's built-in metrics, for formats that do not carry
 // types (CSV, summary-export), inputs joined midway without their Metric
 // line, OTLP without units, and to tell a script's custom metrics from
@@ -47,7 +52,7 @@ var builtins = map[string]builtin{
 	"data_received":              {Counter, Data},
 	"http_reqs":                  {Counter, Default},
 	"http_req_failed":            {Rate, Default},
-	"http_req_duration":          {Trend, Time},
+	HTTPReqDuration:              {Trend, Time},
 	"http_req_blocked":           {Trend, Time},
 	"http_req_connecting":        {Trend, Time},
 	"http_req_tls_handshaking":   {Trend, Time},

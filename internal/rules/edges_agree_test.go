@@ -45,7 +45,7 @@ func agreementEnvelopes(t *testing.T) map[string]*envelope.Envelope {
 	}
 	tags := 0
 	for _, ep := range hist.Endpoints {
-		if ep.Metric == "" && ep.Trend() == envelope.HTTPReqDuration {
+		if ep.Metric == "" && ep.Trend() == k6.HTTPReqDuration {
 			tags++
 		}
 	}
@@ -123,7 +123,7 @@ func servedBuckets(t *testing.T, env *envelope.Envelope) map[string]map[string]b
 		t.Fatal(err)
 	}
 	now := time.Now()
-	s.IngestPoint(&k6.Point{Metric: envelope.HTTPReqDuration, Time: now, Value: 1, Tags: map[string]string{"testid": "agree"}})
+	s.IngestPoint(&k6.Point{Metric: k6.HTTPReqDuration, Time: now, Value: 1, Tags: map[string]string{"testid": "agree"}})
 	for _, ep := range env.Endpoints {
 		if ep.Metric != "" {
 			s.DefineMetric(&k6.MetricDef{Name: ep.Metric, Type: k6.Trend, Contains: k6.Time})

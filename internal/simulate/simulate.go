@@ -463,7 +463,7 @@ func writeMetricLines(bw *bufio.Writer, m *Model) {
 		contains k6.ValueType
 	}
 	var metrics []def
-	for _, name := range []string{"http_reqs", "http_req_duration", "http_req_failed", "iterations", "vus", "vus_max"} {
+	for _, name := range []string{"http_reqs", k6.HTTPReqDuration, "http_req_failed", "iterations", "vus", "vus_max"} {
 		typ, contains, _ := k6.Builtin(name)
 		metrics = append(metrics, def{name, typ, contains})
 	}
@@ -525,7 +525,7 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 			fail := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
 			tags := e.tags(fail)
 			s.point("http_reqs", ts, 1, tags)
-			s.point("http_req_duration", ts, round6(ms), tags)
+			s.point(k6.HTTPReqDuration, ts, round6(ms), tags)
 			fv := 0.0
 			if fail {
 				fv = 1
