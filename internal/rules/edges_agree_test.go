@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -87,7 +88,7 @@ func selectedBuckets(t *testing.T, f *rules.RuleFile) map[string]map[string]bool
 				var le *labels.Matcher
 				for _, m := range vs.LabelMatchers {
 					switch m.Name {
-					case labels.MetricName:
+					case model.MetricNameLabel:
 						name = m.Value
 					case "le":
 						le = m
