@@ -19,9 +19,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
-// compareStats are the trend stats compare reads from point files.
-var compareStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}
-
 // compareCommand adds `envelope compare`.
 func (c *cli) compareCommand(app *kingpin.Application) {
 	cmd := app.Command("compare", "Judge candidate runs against an envelope (exit 0: no regression, 1: regression, 2: bad input), or fit the Universal Scalability Law to runs at several load levels (--scaling).")
@@ -64,7 +61,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 			return cmdline.WithCode(2, err)
 		}
 		// Points give each candidate run its own sampling error.
-		runs, err := loadRuns(*files, k6.LoadOptions{GroupBy: env.Provenance.GroupBy, Stats: compareStats, SkipWarmup: opts.SkipWarmup, KeepPoints: true})
+		runs, err := loadRuns(*files, envelope.LoadOptions(opts.SkipWarmup, env.Provenance.GroupBy))
 		if err != nil {
 			return cmdline.WithCode(2, err)
 		}

@@ -90,8 +90,10 @@ func demoServe(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	srv, err := exporter.New(exporter.Config{Envelope: env, Envelopes: []*envelope.Envelope{second}, AllowTags: []string{"envelope"},
-		Logger: d.Logger(), ListenAddresses: []string{d.Addr}})
+	cfg := exporter.DefaultConfig()
+	cfg.Envelope, cfg.Envelopes, cfg.AllowTags = env, []*envelope.Envelope{second}, []string{"envelope"}
+	cfg.Logger, cfg.ListenAddresses = d.Logger(), []string{d.Addr}
+	srv, err := exporter.New(cfg)
 	if err != nil {
 		return err
 	}

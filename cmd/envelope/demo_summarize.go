@@ -14,7 +14,7 @@ import (
 // runs, so a newcomer sees the inputs before the envelope derived from them.
 func demoSummarize(_ context.Context, d *demoEnv) error {
 	var runs []*k6.Run
-	for _, name := range demo.RunFiles {
+	for _, name := range demo.RunFiles() {
 		f, err := demo.FS().Open(name)
 		if err != nil {
 			return err

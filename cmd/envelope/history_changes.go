@@ -46,7 +46,7 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 
 	ack := parent.Command("ack", "Set a reported change point's status: acknowledged, expected, false_positive or fixed, with a note. A change is reported as new only until it has a status.")
 	id := ack.Arg("ID", "The change point's id, as history changes shows it.").Required().String()
-	status := ack.Flag("status", cmdline.Choices("The change's status.", history.AckStatuses...)).Required().Enum(history.AckStatuses...)
+	status := ack.Flag("status", cmdline.Choices("The change's status.", history.AckStatuses()...)).Required().Enum(history.AckStatuses()...)
 	note := ack.Flag("note", "Why, kept with the change.").String()
 	ack.Action(c.Action(func() error {
 		ctx := context.Background()

@@ -23,7 +23,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 	formats := cmd.Flag("format", cmdline.Choices("What to write: prometheus (rule file and promtool tests), prometheusrule (Operator resource); repeatable. Default: both.", "prometheus", "prometheusrule")).Enums("prometheus", "prometheusrule")
 	sel := cmd.Flag("exporter-selector", "PromQL matchers selecting the exporter's scrape target, for the exporter-down alert.").Default(rules.DefaultOptions().ExporterSelector).String()
 	runbook := cmd.Flag("runbook-url", "Base URL of the runbook; each alert links to its anchor.").Default(rules.DefaultOptions().RunbookURL).String()
-	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels, ",")).String()
+	topo := cmd.Flag("topology-labels", "Comma-separated labels every aggregation keeps besides testid, so runs of one testid from two clusters never merge; empty keeps testid alone.").Default(strings.Join(rules.DefaultTopologyLabels(), ",")).String()
 	cmd.Action(c.Action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {

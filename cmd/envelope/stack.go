@@ -104,7 +104,9 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 			replay = []string{run}
 		}
 
-		srv, err := exporter.New(exporter.Config{Envelope: env, Logger: log})
+		cfg := exporter.DefaultConfig()
+		cfg.Envelope, cfg.Logger = env, log
+		srv, err := exporter.New(cfg)
 		if err != nil {
 			return cmdline.WithCode(2, err)
 		}

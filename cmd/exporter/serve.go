@@ -14,7 +14,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/otelpush"
-	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // serveCommand adds `exporter serve`.
@@ -23,25 +22,28 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	webFlags := kingpinflag.AddFlags(cmd, ":"+exporter.DefaultPort)
 	metricsPath := cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 	disableExporterMetrics := cmd.Flag("web.disable-exporter-metrics", "Exclude go_* and process_* metrics.").Bool()
-	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 means no limit.").Default("40").Int()
-	maxHeader := cmd.Flag("web.max-header-bytes", "Largest request headers accepted (HTTP and gRPC); larger get 431.").Default(fmt.Sprint(exporter.DefaultMaxHeaderBytes)).Int()
-	maxConns := cmd.Flag("web.max-connections", "Maximum open connections per listener (HTTP and gRPC); further ones wait to be accepted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMaxConnections)).Int()
+	// Every limit flag defaults to exporter.DefaultConfig and passes its
+	// value through as is: 0 means no limit there as here.
+	def := exporter.DefaultConfig()
+	maxRequests := cmd.Flag("web.max-requests", "Maximum number of parallel scrape requests. 0 = no limit.").Default(fmt.Sprint(def.MaxRequests)).Int()
+	maxHeader := cmd.Flag("web.max-header-bytes", "Largest request headers accepted (HTTP and gRPC); larger get 431.").Default(fmt.Sprint(def.MaxHeaderBytes)).Int()
+	maxConns := cmd.Flag("web.max-connections", "Maximum open connections per listener (HTTP and gRPC); further ones wait to be accepted. 0 = no limit.").Default(fmt.Sprint(def.MaxConnections)).Int()
 	memLimit := cmd.Flag("runtime.memory-limit-bytes", "Soft memory limit of the Go runtime: past it the garbage collector works harder (the series and OTLP budgets bound what is held live; this bounds the collector's headroom). GOMEMLIMIT, when set, wins. 0 = none.").Default(fmt.Sprint(exporter.DefaultMemoryLimit)).Int64()
-	grace := cmd.Flag("web.shutdown-grace", "On SIGTERM or SIGINT, how long requests in flight may finish before they are cut (and counted in the log).").Default(exporter.DefaultShutdownGrace.String()).Duration()
+	grace := cmd.Flag("web.shutdown-grace", "On SIGTERM or SIGINT, how long requests in flight may finish before they are cut (and counted in the log).").Default(def.ShutdownGrace.String()).Duration()
 	envFiles := cmd.Flag("envelope", "Envelope file (YAML or JSON), or a folder of them (*.yaml, *.yml, *.json): exposes each envelope's bands as gauges under its envelope label and adds its band edges to the classic buckets; repeatable.").Strings()
 	var followSet bool
 	follow := cmd.Flag("k6.json", "k6 NDJSON output to follow as it grows (tail -F, through truncation and rotation); '-' reads stdin.").IsSetByUser(&followSet).String()
 	results := cmd.Flag("k6.results", "Finished k6 result files (NDJSON, .gz, CSV) replayed at start; repeatable.").Strings()
 	allow := cmd.Flag("k6.allow-tag", "k6 tag to expose as a label beyond testid, scenario, name, method, status, expected_response and group; repeatable (beware of unbounded tags such as url).").Strings()
-	limit := cmd.Flag("k6.series-limit", "Maximum k6 label sets held; further new label sets are dropped and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultSeriesLimit)).Int()
-	metricLimit := cmd.Flag("k6.metric-limit", "Maximum distinct k6 metrics held; samples of further metrics are dropped and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMetricLimit)).Int()
-	ttl := cmd.Flag("k6.series-ttl", "Remove a run's series (all label sets sharing its testid) this long after its last point; 0 = never.").Default(exporter.DefaultSeriesTTL.String()).Duration()
-	maxLabel := cmd.Flag("k6.max-label-value-bytes", "Longest label value accepted; samples with longer ones are refused and counted. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultMaxLabelValue)).Int()
-	nativeMax := cmd.Flag("k6.native-max-buckets", "Native histogram buckets one series keeps before its resolution is halved. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultNativeMaxBuckets)).Int()
-	nativeBudget := cmd.Flag("k6.native-bucket-budget", "Native histogram buckets all series keep together before resolutions are halved. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultNativeBucketBudget)).Int64()
-	otlpBudget := cmd.Flag("otlp.memory-budget-bytes", "Memory for OTLP requests received and decoded at once: budget / (2 × max body) requests are decoded together (each holds its decompressed body and its decoded form), and bodies being received hold at most budget bytes, counting 64 KiB per request; others get 503 (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.").Default(fmt.Sprint(exporter.DefaultOTLPMemoryBudget)).Int64()
-	otlpStreams := cmd.Flag("otlp.stream-limit", "Maximum cumulative OTLP streams remembered; points of further streams are dropped and counted.").Default(fmt.Sprint(otlp.DefaultStreamLimit)).Int()
-	otlpMax := cmd.Flag("otlp.max-body-bytes", "Largest OTLP request body accepted on /v1/metrics (after gzip decoding).").Default("16777216").Int64()
+	limit := cmd.Flag("k6.series-limit", "Maximum k6 label sets held; further new label sets are dropped and counted. 0 = no limit.").Default(fmt.Sprint(def.SeriesLimit)).Int()
+	metricLimit := cmd.Flag("k6.metric-limit", "Maximum distinct k6 metrics held; samples of further metrics are dropped and counted. 0 = no limit.").Default(fmt.Sprint(def.MetricLimit)).Int()
+	ttl := cmd.Flag("k6.series-ttl", "Remove a run's series (all label sets sharing its testid) this long after its last point; 0 = never.").Default(def.SeriesTTL.String()).Duration()
+	maxLabel := cmd.Flag("k6.max-label-value-bytes", "Longest label value accepted; samples with longer ones are refused and counted. 0 = no limit.").Default(fmt.Sprint(def.MaxLabelValue)).Int()
+	nativeMax := cmd.Flag("k6.native-max-buckets", "Native histogram buckets one series keeps before its resolution is halved. 0 = no limit.").Default(fmt.Sprint(def.NativeMaxBuckets)).Int()
+	nativeBudget := cmd.Flag("k6.native-bucket-budget", "Native histogram buckets all series keep together before resolutions are halved. 0 = no limit.").Default(fmt.Sprint(def.NativeBucketBudget)).Int64()
+	otlpBudget := cmd.Flag("otlp.memory-budget-bytes", "Memory for OTLP requests received and decoded at once: budget / (2 × max body) requests are decoded together (each holds its decompressed body and its decoded form), and bodies being received hold at most budget bytes, counting 64 KiB per request; others get 503 (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.").Default(fmt.Sprint(def.OTLPMemoryBudget)).Int64()
+	otlpStreams := cmd.Flag("otlp.stream-limit", "Maximum cumulative OTLP streams remembered; points of further streams are dropped and counted. 0 = no limit (their buckets stay bounded).").Default(fmt.Sprint(def.OTLPStreamLimit)).Int()
+	otlpMax := cmd.Flag("otlp.max-body-bytes", "Largest OTLP request body accepted on /v1/metrics (after gzip decoding).").Default(fmt.Sprint(def.OTLPMaxBody)).Int64()
 	otlpGRPC := cmd.Flag("otlp.grpc-listen-address", "Also receive OTLP over gRPC (k6's default protocol) on this address, e.g. :4317; empty = off.").Default("").String()
 	otlpPrefix := cmd.Flag("otlp.metric-prefix", "Prefix k6 puts on OTLP metric names (K6_OTEL_METRIC_PREFIX); empty strips k6_ when present.").Default("").String()
 	pushEndpoint := cmd.Flag("otlp.push-endpoint", "OpenTelemetry collector OTLP/HTTP endpoint (host:port or URL) to push the k6 and envelope series to.").String()
@@ -85,23 +87,6 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		cfg.MaxHeaderBytes, cfg.MaxConnections, cfg.ShutdownGrace = *maxHeader, *maxConns, *grace
 		cfg.NativeMaxBuckets, cfg.NativeBucketBudget = *nativeMax, *nativeBudget
 		cfg.OTLPMemoryBudget, cfg.OTLPStreamLimit = *otlpBudget, *otlpStreams
-		// On the command line 0 means no limit; in Config, the default.
-		if *limit == 0 {
-			cfg.SeriesLimit = -1
-		}
-		for _, p := range []*int{&cfg.MetricLimit, &cfg.MaxLabelValue, &cfg.NativeMaxBuckets, &cfg.MaxConnections} {
-			if *p == 0 {
-				*p = -1
-			}
-		}
-		if cfg.SeriesTTL == 0 {
-			cfg.SeriesTTL = -1
-		}
-		for _, p := range []*int64{&cfg.NativeBucketBudget, &cfg.OTLPMemoryBudget} {
-			if *p == 0 {
-				*p = -1
-			}
-		}
 		envs, err := readEnvelopes(*envFiles)
 		if err != nil {
 			return cmdline.WithCode(2, err)

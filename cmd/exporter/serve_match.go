@@ -17,7 +17,7 @@ import (
 // only with --k6.allow-tag, so such a match selects none of the series
 // served here and the alerts scoped to it can never fire on them.
 func warnUnexportedMatch(log *slog.Logger, envs []*envelope.Envelope, allow []string) {
-	have := append(slices.Clone(catalogue.DefaultK6Labels), allow...)
+	have := append(catalogue.DefaultK6Labels(), allow...)
 	for _, env := range envs {
 		ms, err := envelope.ParseMatch(env.Match)
 		if err != nil {

@@ -127,7 +127,7 @@ func compareWithExporter(t *testing.T, env *envelope.Envelope, ruleFiles []strin
 		}
 	}
 
-	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true, SeriesLimit: -1})
+	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func compareWithExporter(t *testing.T, env *envelope.Envelope, ruleFiles []strin
 		t.Fatalf("%d of %d points fed", next, len(points))
 	}
 	last := gathered(t, srv, families)
-	replayed, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true, SeriesLimit: -1})
+	replayed, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type exposed struct {
 func newReplay(env *envelope.Envelope, scrape time.Duration, reads map[string]bool) (*replay, error) {
 	// No series or metric limit: a backtest stores every series of the
 	// run, as an exporter sized for it would.
-	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true, SeriesLimit: -1, MetricLimit: -1})
+	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@
 // from it.
 package catalogue
 
+import "slices"
+
 // Type is a Prometheus metric type.
 type Type string
 
@@ -25,8 +27,29 @@ type Desc struct {
 	Source string // where the data comes from: "k6", "envelope", "exporter", "ecs", "cloudwatch"
 }
 
-// Labels taken from k6 tags by default; others only when allowed.
-var DefaultK6Labels = []string{"testid", "scenario", "name", "method", "status", "expected_response", "group"}
+// defaultK6Labels are the labels taken from k6 tags by default; others
+// only when allowed.
+var defaultK6Labels = []string{"testid", "scenario", "name", "method", "status", "expected_response", "group"}
+
+// DefaultK6Labels are the labels taken from k6 tags by default (others
+// only when allowed), in label order; a fresh slice each call.
+func DefaultK6Labels() []string { return slices.Clone(defaultK6Labels) }
+
+// IsDefaultK6Label reports whether the k6 tag l is exposed as a label
+// by default.
+func IsDefaultK6Label(l string) bool { return slices.Contains(defaultK6Labels, l) }
+
+// k6 Rate metrics are one counter with a condition label, as k6's own
+// OpenTelemetry output writes them: ConditionNonzero counts the true
+// samples (failed requests, passed checks), ConditionZero the others.
+// NonzeroMatcher selects the true samples in PromQL.
+const (
+	ConditionLabel   = "condition"
+	ConditionNonzero = "nonzero"
+	ConditionZero    = "zero"
+	NonzeroMatcher   = ConditionLabel + `="` + ConditionNonzero + `"`
+	ZeroMatcher      = ConditionLabel + `="` + ConditionZero + `"`
+)
 
 // Namespaces.
 const (
@@ -38,18 +61,18 @@ const (
 // k6 series: mirrored from k6 samples.
 var (
 	HTTPReqs = Desc{Name: "k6_http_reqs_total", Type: CounterType, Unit: "requests",
-		Help: "HTTP requests made by k6 (http_reqs).", Labels: DefaultK6Labels, Source: "k6"}
+		Help: "HTTP requests made by k6 (http_reqs).", Labels: DefaultK6Labels(), Source: "k6"}
 	// k6 Rate metrics become one counter with a condition label, as k6's
 	// own OpenTelemetry output does: condition="nonzero" counts failed
 	// requests for http_req_failed.
 	HTTPReqFailed = Desc{Name: "k6_http_req_failed_total", Type: CounterType, Unit: "requests",
-		Help: "http_req_failed samples by condition (nonzero = failed request).", Labels: append(DefaultK6Labels[:len(DefaultK6Labels):len(DefaultK6Labels)], "condition"), Source: "k6"}
+		Help: "http_req_failed samples by condition (nonzero = failed request).", Labels: append(DefaultK6Labels(), ConditionLabel), Source: "k6"}
 	Iterations = Desc{Name: "k6_iterations_total", Type: CounterType, Unit: "iterations",
 		Help: "Completed k6 iterations.", Labels: []string{"testid", "scenario"}, Source: "k6"}
 	DroppedIterations = Desc{Name: "k6_dropped_iterations_total", Type: CounterType, Unit: "iterations",
 		Help: "Iterations k6 could not start (arrival-rate executors out of VUs).", Labels: []string{"testid", "scenario"}, Source: "k6"}
 	Checks = Desc{Name: "k6_checks_total", Type: CounterType, Unit: "checks",
-		Help: "k6 check outcomes by condition (nonzero = passed).", Labels: []string{"testid", "scenario", "group", "check", "condition"}, Source: "k6"}
+		Help: "k6 check outcomes by condition (nonzero = passed).", Labels: []string{"testid", "scenario", "group", "check", ConditionLabel}, Source: "k6"}
 	VUs = Desc{Name: "k6_vus", Type: GaugeType, Unit: "vus",
 		Help: "Active k6 virtual users.", Labels: []string{"testid"}, Source: "k6"}
 	VUsMax = Desc{Name: "k6_vus_max", Type: GaugeType, Unit: "vus",
@@ -59,7 +82,7 @@ var (
 	DataReceived = Desc{Name: "k6_data_received_bytes_total", Type: CounterType, Unit: "bytes",
 		Help: "Bytes received by k6.", Labels: []string{"testid", "scenario"}, Source: "k6"}
 	HTTPReqDuration = Desc{Name: "k6_http_req_duration_seconds", Type: HistogramType, Unit: "seconds",
-		Help: "HTTP request duration (http_req_duration), native and classic buckets.", Labels: DefaultK6Labels, Source: "k6"}
+		Help: "HTTP request duration (http_req_duration), native and classic buckets.", Labels: DefaultK6Labels(), Source: "k6"}
 	IterationDuration = Desc{Name: "k6_iteration_duration_seconds", Type: HistogramType, Unit: "seconds",
 		Help: "k6 iteration duration.", Labels: []string{"testid", "scenario", "group"}, Source: "k6"}
 )
@@ -73,7 +96,7 @@ var (
 // endpoint is a tag value of http_req_duration (`tag`, `value`), and the
 // percentile ("50", "95", "99").
 var (
-	EnvelopeLatencyLabels = []string{"envelope", "metric", "endpoint", "tag", "value", "percentile"}
+	envelopeLatencyLabels = []string{"envelope", "metric", "endpoint", "tag", "value", "percentile"}
 
 	EnvelopeInfo = Desc{Name: "envelope_info", Type: InfoType,
 		Help: "The loaded envelope: name, number of baseline runs and the tolerance window.", Labels: []string{"envelope", "runs", "window"}, Source: "envelope"}
@@ -94,11 +117,11 @@ var (
 	EnvelopeThroughputCVMax = Desc{Name: "envelope_throughput_cv_max_ratio", Type: GaugeType, Unit: "ratio",
 		Help: "Upper bound on the live throughput CV (tolerance.max_cv).", Labels: []string{"envelope"}, Source: "envelope"}
 	EnvelopeLatencyMin = Desc{Name: "envelope_latency_min_seconds", Type: GaugeType, Unit: "seconds",
-		Help: "Lower edge of a latency band: the lowest per-run percentile of the baseline runs.", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+		Help: "Lower edge of a latency band: the lowest per-run percentile of the baseline runs.", Labels: envelopeLatencyLabels, Source: "envelope"}
 	EnvelopeLatencyMax = Desc{Name: "envelope_latency_max_seconds", Type: GaugeType, Unit: "seconds",
-		Help: "Upper edge of a latency band: the highest per-run percentile of the baseline runs.", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+		Help: "Upper edge of a latency band: the highest per-run percentile of the baseline runs.", Labels: envelopeLatencyLabels, Source: "envelope"}
 	EnvelopeLatencyThreshold = Desc{Name: "envelope_latency_threshold_seconds", Type: GaugeType, Unit: "seconds",
-		Help: "Latency alert threshold: the band's upper edge raised by tolerance.latency_rise (also a classic bucket bound).", Labels: EnvelopeLatencyLabels, Source: "envelope"}
+		Help: "Latency alert threshold: the band's upper edge raised by tolerance.latency_rise (also a classic bucket bound).", Labels: envelopeLatencyLabels, Source: "envelope"}
 	EnvelopeErrorRatio = Desc{Name: "envelope_error_ratio", Type: GaugeType, Unit: "ratio",
 		Help: "Failed-request ratio observed across the baseline runs (errors.rate).", Labels: []string{"envelope"}, Source: "envelope"}
 	EnvelopeErrorBudget = Desc{Name: "envelope_error_budget_ratio", Type: GaugeType, Unit: "ratio",
@@ -150,22 +173,15 @@ var exporterSeries = []Desc{ExporterPointsIngested, ExporterBadLines, ExporterIn
 	ExporterOTLPRequests, ExporterSeries, ExporterSeriesLimit, ExporterSeriesOverflow, ExporterFollowReopens,
 	ExporterOTLPPushErrors, ExporterOTLPStreamStarts, ExporterBuildInfo}
 
-// registered holds descriptors other files of this package add in init
-// (the ECS and CloudWatch series) through Register.
-var registered []Desc
-
-// Register adds descriptors to All. Call it from an init function in this
-// package; names must be unique.
-func Register(d ...Desc) { registered = append(registered, d...) }
-
-// All lists every fixed-name descriptor: k6, envelope, exporter, then
-// registered ones, each group in declaration order.
+// All lists every fixed-name descriptor: k6, envelope, exporter, ECS,
+// then CloudWatch, each group in declaration order.
 func All() []Desc {
 	var out []Desc
 	out = append(out, k6Series...)
 	out = append(out, envelopeSeries...)
 	out = append(out, exporterSeries...)
-	out = append(out, registered...)
+	out = append(out, ECSDescs()...)
+	out = append(out, CloudWatchDescs()...)
 	return out
 }
 

@@ -42,7 +42,7 @@ func MetricsMarkdown() []byte {
 		{"gauge", "default", "queue_depth"}, {"trend", "time", "actor_get"}, {"trend", "data", "batch"}, {"trend", "default", "batch_size"}} {
 		fmt.Fprintf(&b, "| %s | %s | %s | `%s` → `%s` |\n", r[0], r[1], seriesShape(r[0], r[1]), r[2], SeriesName(r[2], r[0], r[1]))
 	}
-	b.WriteString("\nTheir labels are the default k6 tag set (`" + strings.Join(DefaultK6Labels, "`, `") +
+	b.WriteString("\nTheir labels are the default k6 tag set (`" + strings.Join(defaultK6Labels, "`, `") +
 		"`) plus tags allowed with `--k6.allow-tag`; Rate metrics add `condition`.\n")
 	for _, g := range docGroups() {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", g.title, g.intro)
@@ -60,7 +60,7 @@ func MetricsMarkdown() []byte {
 		}
 	}
 	b.WriteString("\n## Recording rules\n\nNamed `level:metric:operations`; generated into rules/ (see docs/rules.md).\n\n")
-	for _, r := range RecordingRules {
+	for _, r := range RecordingRules() {
 		fmt.Fprintf(&b, "- `%s`\n", r)
 	}
 	return b.Bytes()

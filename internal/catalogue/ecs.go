@@ -14,16 +14,16 @@ const (
 
 // Label sets shared by the ECS series.
 var (
-	ECSContainerLabels = []string{"container_name"}
+	ecsContainerLabels = []string{"container_name"}
 	// Network series carry container_name only in bridge mode, where each
 	// container has its own namespace; in awsvpc and host mode it is empty
 	// (absent once ingested) because every container reports the same
 	// interface counters.
-	ECSNetworkLabels     = []string{"container_name", "interface"}
-	ECSTaskMetadataLabel = []string{"cluster", "cluster_name", "task_arn", "task_id", "family", "revision",
+	ecsNetworkLabels     = []string{"container_name", "interface"}
+	ecsTaskMetadataLabel = []string{"cluster", "cluster_name", "task_arn", "task_id", "family", "revision",
 		"launch_type", "availability_zone", "service_name", "desired_status", "known_status"}
-	ECSContainerInfoLabels = []string{"container_name", "container_id", "image", "desired_status", "known_status"}
-	ECSServiceLabels       = []string{"cluster_name", "service_name"}
+	ecsContainerInfoLabels = []string{"container_name", "container_id", "image", "desired_status", "known_status"}
+	ecsServiceLabels       = []string{"cluster_name", "service_name"}
 )
 
 // Task metadata endpoint v4 series (source "ecs").
@@ -34,7 +34,7 @@ var (
 		Help: "Time the last read of the ECS task metadata endpoint took.", Source: "ecs"}
 
 	ECSTaskMetadataInfo = Desc{Name: "ecs_task_metadata_info", Type: InfoType,
-		Help: "ECS task metadata, sourced from the task metadata endpoint version 4.", Labels: ECSTaskMetadataLabel, Source: "ecs"}
+		Help: "ECS task metadata, sourced from the task metadata endpoint version 4.", Labels: ecsTaskMetadataLabel, Source: "ecs"}
 	ECSTaskCPULimit = Desc{Name: "ecs_task_cpu_limit_vcpus", Type: GaugeType, Unit: "vcpus",
 		Help: "Configured task CPU limit in vCPUs (1 vCPU = 1024 CPU units). This is optional when running on EC2; if no limit is set, this metric has no value.", Source: "ecs"}
 	ECSTaskMemoryLimit = Desc{Name: "ecs_task_memory_limit_bytes", Type: GaugeType, Unit: "bytes",
@@ -49,50 +49,50 @@ var (
 		Help: "The time at which the task stopped (i.e. completed) pulling docker images for its containers.", Source: "ecs"}
 
 	ECSContainerInfo = Desc{Name: "ecs_container_info", Type: InfoType,
-		Help: "ECS container metadata from the task metadata endpoint, one series per container including stopped ones.", Labels: ECSContainerInfoLabels, Source: "ecs"}
+		Help: "ECS container metadata from the task metadata endpoint, one series per container including stopped ones.", Labels: ecsContainerInfoLabels, Source: "ecs"}
 	ECSContainerCPUUsage = Desc{Name: "ecs_container_cpu_usage_seconds_total", Type: CounterType, Unit: "seconds",
-		Help: "Cumulative total container CPU usage in seconds.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative total container CPU usage in seconds.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerCPUUser = Desc{Name: "ecs_container_cpu_user_seconds_total", Type: CounterType, Unit: "seconds",
-		Help: "Cumulative container CPU time spent in user mode in seconds.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative container CPU time spent in user mode in seconds.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerCPUSystem = Desc{Name: "ecs_container_cpu_system_seconds_total", Type: CounterType, Unit: "seconds",
-		Help: "Cumulative container CPU time spent in kernel mode in seconds.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative container CPU time spent in kernel mode in seconds.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerCPULimit = Desc{Name: "ecs_container_cpu_limit_vcpus", Type: GaugeType, Unit: "vcpus",
-		Help: "Configured container CPU in vCPUs (container CPU units / 1024). A relative cpu.shares weight, not a hard cap; absent when unset.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Configured container CPU in vCPUs (container CPU units / 1024). A relative cpu.shares weight, not a hard cap; absent when unset.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerMemoryUsage = Desc{Name: "ecs_container_memory_usage_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "Current container memory usage in bytes.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Current container memory usage in bytes.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerMemoryWorkingSet = Desc{Name: "ecs_container_memory_working_set_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "Current container memory working set in bytes: usage minus inactive_file (cgroup v2) or total_inactive_file (cgroup v1), as docker stats and Kubernetes compute it.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Current container memory working set in bytes: usage minus inactive_file (cgroup v2) or total_inactive_file (cgroup v1), as docker stats and Kubernetes compute it.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerMemoryPageCache = Desc{Name: "ecs_container_memory_page_cache_size_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "Current container memory page cache size in bytes (cache on cgroup v1, file on cgroup v2). This is not a subset of used bytes.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Current container memory page cache size in bytes (cache on cgroup v1, file on cgroup v2). This is not a subset of used bytes.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerMemoryLimit = Desc{Name: "ecs_container_memory_limit_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "Configured container memory limit in bytes, set from the container-level limit in the task definition if any, otherwise the task-level limit.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Configured container memory limit in bytes, set from the container-level limit in the task definition if any, otherwise the task-level limit.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerRestarts = Desc{Name: "ecs_container_restarts_total", Type: CounterType, Unit: "restarts",
-		Help: "Cumulative total count of container restarts. Only present if the container has a restart policy configured.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative total count of container restarts. Only present if the container has a restart policy configured.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerExitCode = Desc{Name: "ecs_container_exit_code", Type: GaugeType, Unit: "",
-		Help: "Exit code of a stopped container, present once the container has exited.", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Exit code of a stopped container, present once the container has exited.", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerPids = Desc{Name: "ecs_container_pids", Type: GaugeType, Unit: "pids",
-		Help: "Current number of processes and threads in the container, where the platform reports it (cgroup v2).", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Current number of processes and threads in the container, where the platform reports it (cgroup v2).", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerBlkioRead = Desc{Name: "ecs_container_blkio_read_bytes_total", Type: CounterType, Unit: "bytes",
-		Help: "Cumulative bytes read from block devices, summed over devices (operation names matched case-insensitively).", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative bytes read from block devices, summed over devices (operation names matched case-insensitively).", Labels: ecsContainerLabels, Source: "ecs"}
 	ECSContainerBlkioWrite = Desc{Name: "ecs_container_blkio_write_bytes_total", Type: CounterType, Unit: "bytes",
-		Help: "Cumulative bytes written to block devices, summed over devices (operation names matched case-insensitively).", Labels: ECSContainerLabels, Source: "ecs"}
+		Help: "Cumulative bytes written to block devices, summed over devices (operation names matched case-insensitively).", Labels: ecsContainerLabels, Source: "ecs"}
 
 	ECSNetworkReceiveBytes = Desc{Name: "ecs_network_receive_bytes_total", Type: CounterType, Unit: "bytes",
-		Help: "Cumulative total size of network packets received in bytes.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total size of network packets received in bytes.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkReceivePackets = Desc{Name: "ecs_network_receive_packets_total", Type: CounterType, Unit: "packets",
-		Help: "Cumulative total count of network packets received.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network packets received.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkReceiveDropped = Desc{Name: "ecs_network_receive_packets_dropped_total", Type: CounterType, Unit: "packets",
-		Help: "Cumulative total count of network packets dropped in receiving.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network packets dropped in receiving.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkReceiveErrors = Desc{Name: "ecs_network_receive_errors_total", Type: CounterType, Unit: "errors",
-		Help: "Cumulative total count of network errors in receiving.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network errors in receiving.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkTransmitBytes = Desc{Name: "ecs_network_transmit_bytes_total", Type: CounterType, Unit: "bytes",
-		Help: "Cumulative total size of network packets transmitted in bytes.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total size of network packets transmitted in bytes.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkTransmitPackets = Desc{Name: "ecs_network_transmit_packets_total", Type: CounterType, Unit: "packets",
-		Help: "Cumulative total count of network packets transmitted.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network packets transmitted.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkTransmitDropped = Desc{Name: "ecs_network_transmit_packets_dropped_total", Type: CounterType, Unit: "packets",
-		Help: "Cumulative total count of network packets dropped in transmit.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network packets dropped in transmit.", Labels: ecsNetworkLabels, Source: "ecs"}
 	ECSNetworkTransmitErrors = Desc{Name: "ecs_network_transmit_errors_total", Type: CounterType, Unit: "errors",
-		Help: "Cumulative total count of network errors in transmit.", Labels: ECSNetworkLabels, Source: "ecs"}
+		Help: "Cumulative total count of network errors in transmit.", Labels: ecsNetworkLabels, Source: "ecs"}
 )
 
 // CloudWatch series (source "cloudwatch"): service-level values polled in
@@ -105,23 +105,23 @@ var (
 	ECSServiceMemoryUtilization = Desc{Name: "ecs_service_memory_utilization_ratio", Type: GaugeType, Unit: "ratio",
 		Help: "AWS/ECS MemoryUtilization of the service as a ratio of the task definition's memory (CloudWatch percent / 100), by statistic across tasks.", Labels: []string{"cluster_name", "service_name", "statistic"}, Source: "cloudwatch"}
 	ECSServiceCPUUtilized = Desc{Name: "ecs_service_cpu_utilized_vcpus", Type: GaugeType, Unit: "vcpus",
-		Help: "ECS/ContainerInsights CpuUtilized of the service in vCPUs (CPU units / 1024).", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights CpuUtilized of the service in vCPUs (CPU units / 1024).", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceCPUReserved = Desc{Name: "ecs_service_cpu_reserved_vcpus", Type: GaugeType, Unit: "vcpus",
-		Help: "ECS/ContainerInsights CpuReserved of the service in vCPUs (CPU units / 1024).", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights CpuReserved of the service in vCPUs (CPU units / 1024).", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceMemoryUtilized = Desc{Name: "ecs_service_memory_utilized_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "ECS/ContainerInsights MemoryUtilized of the service in bytes (usage minus page cache, as the ECS agent computes it).", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights MemoryUtilized of the service in bytes (usage minus page cache, as the ECS agent computes it).", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceMemoryReserved = Desc{Name: "ecs_service_memory_reserved_bytes", Type: GaugeType, Unit: "bytes",
-		Help: "ECS/ContainerInsights MemoryReserved of the service in bytes.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights MemoryReserved of the service in bytes.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceRunningTasks = Desc{Name: "ecs_service_running_tasks", Type: GaugeType, Unit: "tasks",
-		Help: "ECS/ContainerInsights RunningTaskCount of the service.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights RunningTaskCount of the service.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceDesiredTasks = Desc{Name: "ecs_service_desired_tasks", Type: GaugeType, Unit: "tasks",
-		Help: "ECS/ContainerInsights DesiredTaskCount of the service.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights DesiredTaskCount of the service.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServicePendingTasks = Desc{Name: "ecs_service_pending_tasks", Type: GaugeType, Unit: "tasks",
-		Help: "ECS/ContainerInsights PendingTaskCount of the service.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights PendingTaskCount of the service.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceNetworkRx = Desc{Name: "ecs_service_network_receive_bytes_per_second", Type: GaugeType, Unit: "bytes",
-		Help: "ECS/ContainerInsights NetworkRxBytes of the service in bytes per second.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights NetworkRxBytes of the service in bytes per second.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceNetworkTx = Desc{Name: "ecs_service_network_transmit_bytes_per_second", Type: GaugeType, Unit: "bytes",
-		Help: "ECS/ContainerInsights NetworkTxBytes of the service in bytes per second.", Labels: ECSServiceLabels, Source: "cloudwatch"}
+		Help: "ECS/ContainerInsights NetworkTxBytes of the service in bytes per second.", Labels: ecsServiceLabels, Source: "cloudwatch"}
 	ECSServiceDatapointTimestamp = Desc{Name: "ecs_service_cloudwatch_datapoint_timestamp_seconds", Type: GaugeType, Unit: "seconds",
 		Help: "CloudWatch timestamp (start of the period) of the datapoint each ecs_service_* value comes from.", Labels: []string{"cluster_name", "service_name", "metric"}, Source: "cloudwatch"}
 
@@ -175,12 +175,8 @@ const (
 	RecECSCPUSecondsPerRequest = "envelope:ecs_cpu_seconds_per_request:ratio_rate5m"
 )
 
-// ECSRecordingRules lists the ECS recording rules, in generation order.
-var ECSRecordingRules = []string{RecECSTaskCPUUtilisation, RecECSTaskMemoryUtilisation,
-	RecECSContainerMemoryUtilisation, RecECSCPUSecondsPerRequest}
-
-func init() {
-	Register(ECSDescs()...)
-	Register(CloudWatchDescs()...)
-	RecordingRules = append(RecordingRules, ECSRecordingRules...)
+// ecsRecordingRules lists the ECS recording rules, in generation order.
+func ecsRecordingRules() []string {
+	return []string{RecECSTaskCPUUtilisation, RecECSTaskMemoryUtilisation,
+		RecECSContainerMemoryUtilisation, RecECSCPUSecondsPerRequest}
 }

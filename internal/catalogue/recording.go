@@ -38,10 +38,13 @@ const (
 	RecLatencyP95VsEnvelope = "testid:k6_http_req_duration_seconds:p95_envelope_ratio_rate1m"
 )
 
-// RecordingRules lists every recording rule name, in generation order.
-var RecordingRules = []string{
-	RecThroughput, RecIterationRate, RecErrorRatio,
-	RecLatencyP50, RecLatencyP95, RecLatencyP99, RecThroughputCV,
-	RecEndpointRate, RecEndpointErrorRatio, RecEndpointP50, RecEndpointP95, RecEndpointP99,
-	RecThroughputPerVU, RecThroughputVsEnvelope, RecLatencyP95VsEnvelope,
+// RecordingRules lists every recording rule name, the ECS ones last, in
+// generation order; a fresh slice each call.
+func RecordingRules() []string {
+	return append([]string{
+		RecThroughput, RecIterationRate, RecErrorRatio,
+		RecLatencyP50, RecLatencyP95, RecLatencyP99, RecThroughputCV,
+		RecEndpointRate, RecEndpointErrorRatio, RecEndpointP50, RecEndpointP95, RecEndpointP99,
+		RecThroughputPerVU, RecThroughputVsEnvelope, RecLatencyP95VsEnvelope,
+	}, ecsRecordingRules()...)
 }

@@ -351,7 +351,7 @@ func candStat(get func(*k6.Run) *k6.Metric, stat string) func(*k6.Run) (float64,
 	return func(r *k6.Run) (float64, bool) {
 		var m *k6.Metric
 		if get == nil {
-			m = r.Metrics["http_req_duration"]
+			m = r.Metrics[k6.HTTPReqDuration]
 		} else {
 			m = get(r)
 		}
@@ -436,7 +436,7 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 				return m
 			}
 			if r.GroupBy == ep.Tag {
-				return r.Groups[ep.Value]["http_req_duration"]
+				return r.Groups[ep.Value][k6.HTTPReqDuration]
 			}
 		}
 		return nil

@@ -203,7 +203,7 @@ func known() map[string]bool {
 			k[phaseDesc(p).Name+s] = true
 		}
 	}
-	for _, r := range catalogue.RecordingRules {
+	for _, r := range catalogue.RecordingRules() {
 		k[r] = true
 	}
 	return k

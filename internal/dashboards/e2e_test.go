@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -227,7 +228,11 @@ func replayInChunks(t *testing.T, srv *exporter.Server, path string, n int) {
 		if i == 0 {
 			buf.WriteString("{not k6\n")
 		}
-		if _, err := srv.ReplayReader(path, &buf); err != nil {
+		chunk := filepath.Join(t.TempDir(), fmt.Sprintf("chunk-%d.ndjson", i))
+		if err := os.WriteFile(chunk, buf.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.ReplayFile(chunk); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)

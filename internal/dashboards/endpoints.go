@@ -162,7 +162,7 @@ var phases = []string{"http_req_blocked", "http_req_connecting", "http_req_tls_h
 	"http_req_sending", "http_req_waiting", "http_req_receiving"}
 
 func phaseDesc(k6Metric string) catalogue.Desc {
-	return catalogue.Desc{Name: catalogue.SeriesName(k6Metric, "trend", "time"), Labels: catalogue.DefaultK6Labels}
+	return catalogue.Desc{Name: catalogue.SeriesName(k6Metric, "trend", "time"), Labels: catalogue.DefaultK6Labels()}
 }
 
 func phaseTargets() []target {
@@ -183,7 +183,7 @@ func trendPanels(b *board) {
 	b.row("Custom trend endpoints")
 	lo95, hi95 := trendBand(0.95)
 	lo99, hi99 := trendBand(0.99)
-	d := catalogue.Desc{Name: "${" + varTrend + "}", Labels: catalogue.DefaultK6Labels}
+	d := catalogue.Desc{Name: "${" + varTrend + "}", Labels: catalogue.DefaultK6Labels()}
 	p := b.timeseries(8, 9, panelSpec{
 		Title: "$trend p95 and p99 against the bands",
 		Desc: "A k6 custom trend metric that is an endpoint of the envelope (e.g. k6_actor_get_seconds): p95 and p99 from histogram_quantile over summed rates, " +

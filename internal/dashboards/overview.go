@@ -171,9 +171,9 @@ func overviewChecks(b *board, o Options) {
 		Desc:  "k6 checks per check name, exact over each run from its start to the end of the range: passes, failures and pass ratio from the cumulative check counters (condition nonzero = passed), never an average of rates.",
 		Unit:  units.Short,
 		Targets: []target{
-			{Expr: exact(checks, []string{"check"}, `condition="nonzero"`), Instant: true, Table: true},
-			{Expr: exact(checks, []string{"check"}, `condition="zero"`), Instant: true, Table: true},
-			{Expr: fmt.Sprintf("%s / %s", exact(checks, []string{"check"}, `condition="nonzero"`), exact(checks, []string{"check"})), Instant: true, Table: true},
+			{Expr: exact(checks, []string{"check"}, catalogue.NonzeroMatcher), Instant: true, Table: true},
+			{Expr: exact(checks, []string{"check"}, catalogue.ZeroMatcher), Instant: true, Table: true},
+			{Expr: fmt.Sprintf("%s / %s", exact(checks, []string{"check"}, catalogue.NonzeroMatcher), exact(checks, []string{"check"})), Instant: true, Table: true},
 		},
 	}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).

@@ -78,7 +78,7 @@ func errorRatio(groupBy []string, window string, extra ...string) string {
 	f := func(m ...string) string {
 		return fmt.Sprintf("sum%s (%s(%s[%s]))", by(groupBy...), windowFunc(window), sel(d, append(m, extra...)...), window)
 	}
-	return fmt.Sprintf("%s / %s", f(`condition="nonzero"`), f())
+	return fmt.Sprintf("%s / %s", f(catalogue.NonzeroMatcher), f())
 }
 
 // runWindow asks for whole-run figures: over $__range the cumulative

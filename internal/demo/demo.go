@@ -47,8 +47,11 @@ func HistoryInputs() (in []envelope.Input, commits []string, err error) {
 // FS is the embedded data: runs/run-N.json, k6-options.json, envelope.yaml.
 func FS() fs.FS { return files }
 
-// RunFiles are the run files in FS, in run order.
-var RunFiles = []string{"runs/run-1.json", "runs/run-2.json", "runs/run-3.json", "runs/run-4.json", "runs/run-5.json"}
+// RunFiles are the run files in FS, in run order; a fresh slice each
+// call.
+func RunFiles() []string {
+	return []string{"runs/run-1.json", "runs/run-2.json", "runs/run-3.json", "runs/run-4.json", "runs/run-5.json"}
+}
 
 // Dir is where the data sits in the module; sources are named from the
 // module root so the computed envelope equals the generated file.
@@ -59,7 +62,7 @@ const Name = "ecs-native-50vu-baseline-mix"
 
 // Inputs loads the embedded runs.
 func Inputs() ([]envelope.Input, error) {
-	return envelope.ReadFS(files, RunFiles, Dir, k6.LoadOptions{})
+	return envelope.ReadFS(files, RunFiles(), Dir, k6.LoadOptions{})
 }
 
 // Envelope computes the envelope of the embedded runs, as

@@ -54,17 +54,12 @@ const (
 // ErrNoRuns is returned when Compute gets no input.
 var ErrNoRuns = errors.New("no runs given")
 
-// builtinTrends are k6's own trend metrics; every other trend is a custom
-// metric and becomes an endpoint band, as the reference baseline report's "Actor GET",
-// "Auth login" and the rest are.
-var builtinTrends = map[string]bool{
-	"http_req_duration": true, "http_req_blocked": true, "http_req_connecting": true,
-	"http_req_tls_handshaking": true, "http_req_sending": true, "http_req_waiting": true,
-	"http_req_receiving": true, "iteration_duration": true, "group_duration": true,
-	"ws_connecting": true, "ws_session_duration": true, "ws_ping": true,
-	"grpc_req_duration": true, "browser_http_req_duration": true,
-	"browser_web_vital_cls": true, "browser_web_vital_fcp": true, "browser_web_vital_fid": true,
-	"browser_web_vital_inp": true, "browser_web_vital_lcp": true, "browser_web_vital_ttfb": true,
+// isBuiltin tells k6's own metrics from a script's: every custom trend
+// becomes an endpoint band, as the reference baseline report's "Actor
+// GET", "Auth login" and the rest are.
+func isBuiltin(name string) bool {
+	_, _, ok := k6.Builtin(name)
+	return ok
 }
 
 // Compute derives the envelope from repeated runs by the baseline
@@ -182,7 +177,7 @@ func runSpreads(env *Envelope, in []Input, conf float64, w *warnings) error {
 // bands, with every run's own value of each endpoint statistic.
 func latencyAndEndpoints(env *Envelope, in []Input, opts Options, conf float64, w *warnings) {
 	var missing []string
-	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics["http_req_duration"] })
+	env.Latency, missing = latencyBands(in, func(r *k6.Run) *k6.Metric { return r.Metrics[k6.HTTPReqDuration] })
 	if env.Latency.Median.N == 0 && env.Latency.P95.N == 0 {
 		w.add("no run has http_req_duration: the latency bands are empty")
 	}
@@ -287,7 +282,7 @@ func runFigures(in Input) (RunFigures, error) {
 	if fm := r.Metrics["http_req_failed"]; fm != nil {
 		f.Failed = int64(math.Round(fm.Values["passes"]))
 	}
-	if d := r.Metrics["http_req_duration"]; d != nil {
+	if d := r.Metrics[k6.HTTPReqDuration]; d != nil {
 		f.Avg = round6(d.Values["avg"])
 		f.Median = round6(d.Values["med"])
 		f.P95 = round6(d.Values["p(95)"])
@@ -364,9 +359,9 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 	for _, r := range in {
 		for name, m := range r.Run.Metrics {
 			switch {
-			case m.Type == k6.Trend && m.Parent == name && !builtinTrends[name] && m.Contains != k6.Data:
+			case m.Type == k6.Trend && m.Parent == name && !isBuiltin(name) && m.Contains != k6.Data:
 				trends[name] = true
-			case m.Parent == "http_req_duration" && len(m.Tags) == 1:
+			case m.Parent == k6.HTTPReqDuration && len(m.Tags) == 1:
 				for t, v := range m.Tags {
 					if t != "expected_response" {
 						subs[name] = [2]string{t, v}
@@ -376,7 +371,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 		}
 		if groupBy != "" && r.Run.GroupBy == groupBy {
 			for v, ms := range r.Run.Groups {
-				if ms["http_req_duration"] != nil {
+				if ms[k6.HTTPReqDuration] != nil {
 					groups[v] = true
 				}
 			}
@@ -406,7 +401,7 @@ func endpointKeys(in []Input, groupBy string) []endpointKey {
 				if r.GroupBy != groupBy {
 					return nil
 				}
-				return r.Groups[v]["http_req_duration"]
+				return r.Groups[v][k6.HTTPReqDuration]
 			}})
 	}
 	return keys
@@ -436,7 +431,7 @@ func duplicateGroups(in []Input, groupBy string, trends, groups []string) map[st
 		byTrend := map[string][]float64{}
 		byGroup := map[string][]float64{}
 		for _, p := range r.Run.Points {
-			if p.Metric == "http_req_duration" {
+			if p.Metric == k6.HTTPReqDuration {
 				if v, ok := p.Tags[groupBy]; ok {
 					byGroup[v] = append(byGroup[v], p.Value)
 				}

@@ -342,6 +342,17 @@ func TestReadK6Options(t *testing.T) {
 	if _, err := ParseK6Options("x.json", []byte(`{"scenarios": {"s": {"duration": "1m"}}}`)); err == nil || !strings.Contains(err.Error(), "scenarios.s.executor") {
 		t.Errorf("missing executor: %v", err)
 	}
+	// Durations read as k6 (and the stage reports) read them: Go syntax,
+	// or milliseconds as a number or a bare numeric string.
+	for _, d := range []string{`"1m30s"`, `90000`, `"90000"`} {
+		w, err := ParseK6Options("x.json", []byte(`{"scenarios": {"s": {"executor": "constant-vus", "vus": 3, "duration": `+d+`}}}`))
+		if err != nil || w.Duration != "1m30s" || w.VUs != 3 {
+			t.Errorf("duration %s: %+v, %v; want 1m30s and 3 VUs", d, w, err)
+		}
+	}
+	if _, err := ParseK6Options("x.json", []byte(`{"scenarios": {"s": {"executor": "constant-vus", "duration": "soon"}}}`)); err == nil || !strings.Contains(err.Error(), "scenarios.s.duration") {
+		t.Errorf("bad duration: %v", err)
+	}
 }
 
 func TestSourceName(t *testing.T) {

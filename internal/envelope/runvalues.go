@@ -10,15 +10,15 @@ import (
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
-// RunStats are the trend statistics the envelope reads from each run;
-// k6's default summaryTrendStats lack p(99).
-var RunStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}
+// runStats are the trend statistics the envelope reads from each run:
+// k6's default summaryTrendStats and p(99), which they lack.
+func runStats() []string { return append(k6.DefaultStats(), "p(99)") }
 
 // LoadOptions are how baseline reads run files: point streams are
 // summarized with RunStats and keep their points, from which each run's
 // order-statistic intervals come; summaries keep their own statistics.
 func LoadOptions(skipWarmup time.Duration, groupBy string) k6.LoadOptions {
-	return k6.LoadOptions{SkipWarmup: skipWarmup, GroupBy: groupBy, KeepPoints: true, Stats: RunStats}
+	return k6.LoadOptions{SkipWarmup: skipWarmup, GroupBy: groupBy, KeepPoints: true, Stats: runStats()}
 }
 
 // ErrorRate is the run's share of failed requests (http_req_failed),
@@ -94,7 +94,7 @@ func Samples(r *k6.Run, eps map[string]Endpoint) (aggregate []float64, perEndpoi
 		}
 	}
 	for _, p := range r.Points {
-		if p.Metric == "http_req_duration" {
+		if p.Metric == k6.HTTPReqDuration {
 			aggregate = append(aggregate, p.Value)
 			for _, s := range byTag {
 				if p.Tags[s.tag] == s.value {

@@ -115,7 +115,7 @@ func orderedDrop(in []Input) (float64, bool) {
 func halves(r *k6.Run) (rate, p95 float64, ok bool) {
 	var start, end time.Time
 	for _, p := range r.Points {
-		if p.Metric != "http_reqs" && p.Metric != "http_req_duration" {
+		if p.Metric != "http_reqs" && p.Metric != k6.HTTPReqDuration {
 			continue
 		}
 		if start.IsZero() || p.Time.Before(start) {
@@ -139,7 +139,7 @@ func halves(r *k6.Run) (rate, p95 float64, ok bool) {
 		switch p.Metric {
 		case "http_reqs":
 			n[h] += p.Value
-		case "http_req_duration":
+		case k6.HTTPReqDuration:
 			lat[h] = append(lat[h], p.Value)
 		}
 	}

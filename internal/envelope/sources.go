@@ -1,9 +1,9 @@
 package envelope
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/k6options"
 )
 
 // ReadRun loads one k6 result through the k6 loader while hashing the
@@ -92,27 +93,6 @@ func SourceName(p string) string {
 	return filepath.Base(p)
 }
 
-// inspectOptions is the part of `k6 inspect` output the envelope reads.
-type inspectOptions struct {
-	VUs       *int    `json:"vus"`
-	Duration  *string `json:"duration"`
-	Stages    []stage `json:"stages"`
-	Scenarios map[string]struct {
-		Executor        string  `json:"executor"`
-		VUs             *int    `json:"vus"`
-		MaxVUs          *int    `json:"maxVUs"`
-		PreAllocatedVUs *int    `json:"preAllocatedVUs"`
-		StartVUs        *int    `json:"startVUs"`
-		Duration        *string `json:"duration"`
-		Stages          []stage `json:"stages"`
-	} `json:"scenarios"`
-}
-
-type stage struct {
-	Duration string `json:"duration"`
-	Target   int    `json:"target"`
-}
-
 // ReadK6Options reads the workload from a `k6 inspect script.js` file:
 // scenario names, their executors (joined when several), the VUs (the sum
 // of each scenario's vus, or maxVUs for arrival-rate executors, or the
@@ -126,94 +106,44 @@ func ReadK6Options(path string) (*Workload, error) {
 }
 
 // ParseK6Options is ReadK6Options on bytes; path names them in errors.
+// k6options reads the file, so the exporter's reports and the envelope
+// read every field, and every duration, by one rule.
 func ParseK6Options(path string, b []byte) (*Workload, error) {
-	var o inspectOptions
-	if err := json.Unmarshal(b, &o); err != nil {
-		return nil, jsonErr(path, b, err)
+	o, err := k6options.Parse(path, bytes.NewReader(b))
+	if err != nil {
+		return nil, err
 	}
 	w := &Workload{}
-	stagesLen := func(st []stage) (time.Duration, int, error) {
-		var d time.Duration
-		peak := 0
-		for i, s := range st {
-			sd, err := time.ParseDuration(s.Duration)
-			if err != nil {
-				return 0, 0, fmt.Errorf("%s: field stages[%d].duration: %q is not a duration", path, i, s.Duration)
-			}
-			d += sd
-			peak = max(peak, s.Target)
-		}
-		return d, peak, nil
-	}
 	var longest time.Duration
 	execs := map[string]bool{}
-	names := make([]string, 0, len(o.Scenarios))
-	for name := range o.Scenarios {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		sc := o.Scenarios[name]
-		if sc.Executor == "" {
-			return nil, fmt.Errorf("%s: field scenarios.%s.executor: missing", path, name)
-		}
+	for _, sc := range o.Scenarios {
 		execs[sc.Executor] = true
-		w.Scenarios = append(w.Scenarios, name)
-		vus := 0
-		switch {
-		case sc.VUs != nil:
-			vus = *sc.VUs
-		case sc.MaxVUs != nil:
-			vus = *sc.MaxVUs
-		case sc.PreAllocatedVUs != nil:
-			vus = *sc.PreAllocatedVUs
+		w.Scenarios = append(w.Scenarios, sc.Name)
+		vus := sc.VUs
+		if vus == 0 {
+			vus = sc.MaxVUs
 		}
-		if sc.Duration != nil {
-			d, err := time.ParseDuration(*sc.Duration)
-			if err != nil {
-				return nil, fmt.Errorf("%s: field scenarios.%s.duration: %q is not a duration", path, name, *sc.Duration)
-			}
-			longest = max(longest, d)
+		if vus == 0 {
+			vus = sc.PreAllocatedVUs
 		}
-		if len(sc.Stages) > 0 {
-			d, peak, err := stagesLen(sc.Stages)
-			if err != nil {
-				return nil, err
-			}
-			longest = max(longest, d)
+		// One run's length: the scenario's duration or its stages, not
+		// counting its start offset.
+		longest = max(longest, sc.Duration)
+		var staged time.Duration
+		if sc.Executor == "ramping-vus" {
+			vus = max(vus, sc.StartVUs)
+		}
+		for _, st := range sc.Stages {
+			staged += st.Duration
 			if sc.Executor == "ramping-vus" {
-				vus = max(vus, peak)
+				vus = max(vus, int(st.Target))
 			}
 		}
+		longest = max(longest, staged)
 		w.VUs += vus
 	}
-	if len(o.Scenarios) == 0 {
-		// Shortcut options (vus/duration/stages) make one default scenario.
-		if o.VUs != nil {
-			w.VUs = *o.VUs
-		}
-		if o.Duration != nil {
-			d, err := time.ParseDuration(*o.Duration)
-			if err != nil {
-				return nil, fmt.Errorf("%s: field duration: %q is not a duration", path, *o.Duration)
-			}
-			longest = d
-			w.Executor = "constant-vus"
-		}
-		if len(o.Stages) > 0 {
-			d, peak, err := stagesLen(o.Stages)
-			if err != nil {
-				return nil, err
-			}
-			longest, w.VUs, w.Executor = d, max(w.VUs, peak), "ramping-vus"
-		}
-		if w.Executor != "" {
-			w.Scenarios = []string{"default"}
-		}
-	}
-	if len(execs) > 0 {
-		w.Executor = strings.Join(sortedKeys(execs), ",")
-	}
+	slices.Sort(w.Scenarios)
+	w.Executor = strings.Join(sortedKeys(execs), ",")
 	if longest > 0 {
 		w.Duration = longest.String()
 	}

@@ -195,7 +195,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := s.ReplayReader("bench", &cycleReader{lines: lines, n: n}); err != nil {
+				if _, err := s.replayReader("bench", &cycleReader{lines: lines, n: n}); err != nil {
 					b.Fatal(err)
 				}
 				runtime.GC()
@@ -219,7 +219,7 @@ func BenchmarkReplayMemory(b *testing.B) {
 // returns the server and how many Prometheus series (sample lines of the
 // text format, the count Prometheus's series limits apply to) it exposes.
 func realisticServer(b *testing.B, scenarios, endpoints, statuses int) *Server {
-	s, err := New(Config{DisableExporterMetrics: true, Envelope: testEnvelope(), SeriesLimit: -1})
+	s, err := New(Config{DisableExporterMetrics: true, Envelope: testEnvelope()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -282,7 +282,7 @@ func TestBadLines(t *testing.T) {
 		``,
 		`{"metric":"http_reqs","type":"Point","data":{"time":"2026-11-30T08:51:05Z","value":1,"tags":{}}}`,
 	}, "\n")
-	n, err := s.ReplayReader("bad.ndjson", strings.NewReader(in))
+	n, err := s.replayReader("bad.ndjson", strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,10 +318,10 @@ func TestBuckets(t *testing.T) {
 		// thresholds (max * 1.1).
 		{"http_req_duration", k6.Time, []float64{0.3577, 0.4053, 0.44583, 0.9227, 0.9372, 0.1, 0.12, 0.132}, []float64{0.015}},
 		{"actor_get", k6.Time, []float64{0.012, 0.015, 0.0165, 0.03, 0.0415}, []float64{0.4053}},
-		{"iteration_duration", k6.Time, DefaultTimeBuckets, []float64{0.4053}},
-		{"response_size", k6.Data, DefaultDataBuckets, nil},
+		{"iteration_duration", k6.Time, timeBuckets, []float64{0.4053}},
+		{"response_size", k6.Data, dataBuckets, nil},
 	} {
-		got := ClassicBuckets(env, c.metric, c.contains)
+		got := classicBuckets([]*envelope.Envelope{env}, c.metric, c.contains)
 		if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
 			t.Errorf("%s: not sorted and unique: %v", c.metric, got)
 		}
@@ -335,9 +335,6 @@ func TestBuckets(t *testing.T) {
 				t.Errorf("%s: %v should not be in %v", c.metric, a, got)
 			}
 		}
-	}
-	if EdgeSeconds(405.3) != 0.4053 {
-		t.Errorf("EdgeSeconds(405.3) = %v", EdgeSeconds(405.3))
 	}
 }
 
@@ -405,6 +402,14 @@ func TestSpans(t *testing.T) {
 	}
 }
 
+// k6Collector serves the store's series through prometheus.Collector, so
+// that a pedantic registry checks what the scrape path renders directly.
+type k6Collector struct{ st *store }
+
+func (c *k6Collector) Describe(chan<- *prometheus.Desc) {}
+
+func (c *k6Collector) Collect(ch chan<- prometheus.Metric) { c.st.collect(ch) }
+
 // The scrape path (families rendered straight from the store) and the
 // Collector path (checked by the pedantic registry) give the same text.
 func TestGathererMatchesCollector(t *testing.T) {
@@ -413,7 +418,7 @@ func TestGathererMatchesCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(s.Collector())
+	reg.MustRegister(&k6Collector{st: s.st})
 	fast := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return s.st.gather(), nil })
 	got, want := render(t, fast), render(t, reg)
 	if !bytes.Equal(got, want) {
@@ -424,5 +429,33 @@ func TestGathererMatchesCollector(t *testing.T) {
 			}
 		}
 		t.Errorf("scrape path has %d lines, collector path %d", len(gl), len(wl))
+	}
+}
+
+// k6's built-ins are typed from k6's one list without a Metric line:
+// a browser web vital is a time trend, the layout-shift score a unitless
+// one, browser bytes a data counter.
+func TestBuiltinsTypedWithoutMetricLine(t *testing.T) {
+	s, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		metric string
+		value  float64
+		family string
+	}{
+		{"browser_web_vital_lcp", 1200, "k6_browser_web_vital_lcp_seconds"},
+		{"browser_web_vital_cls", 0.1, "k6_browser_web_vital_cls"},
+		{"browser_data_received", 512, "k6_browser_data_received_bytes_total"},
+		{"grpc_req_duration", 12, "k6_grpc_req_duration_seconds"},
+	} {
+		s.IngestPoint(&k6.Point{Metric: c.metric, Value: c.value, Tags: map[string]string{"testid": "b"}})
+		if gatherFamily(t, s, c.family) == nil {
+			t.Errorf("%s: no family %s", c.metric, c.family)
+		}
+	}
+	if got := testutil.ToFloat64(s.bad.WithLabelValues(SourceAPI, "unknown_metric")); got != 0 {
+		t.Errorf("unknown_metric = %v, want 0", got)
 	}
 }

@@ -50,7 +50,7 @@ func TestScrapeWhileIngesting(t *testing.T) {
 			if i == 0 {
 				r = &gatedReader{r: r, at: len(b) / 2, gate: scraped}
 			}
-			if _, err := s.ReplayReader("runA-out.ndjson", r); err != nil {
+			if _, err := s.replayReader("runA-out.ndjson", r); err != nil {
 				t.Error(err)
 			}
 		}()

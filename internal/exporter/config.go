@@ -14,8 +14,14 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
-// Config configures a Server. The zero value serves k6 series with the
-// default labels and no envelope.
+// Config configures a Server.
+//
+// Limits follow one convention, the command line's: 0 means no limit
+// (SeriesTTL: never expire), a negative limit is an error. The zero
+// Config therefore bounds nothing; DefaultConfig holds the bounds
+// `exporter serve` starts from, and its flags default to them. Sizes
+// that cannot be unbounded (OTLPMaxBody, MaxHeaderBytes, ShutdownGrace,
+// TelemetryPath) take their default when zero.
 type Config struct {
 	Envelope *envelope.Envelope // envelope gauges and band bucket edges; nil for none
 	// Envelopes are further envelopes served beside Envelope, each with
@@ -23,18 +29,18 @@ type Config struct {
 	// buckets hold the band edges of all of them. Names must differ.
 	Envelopes   []*envelope.Envelope
 	AllowTags   []string // k6 tags exposed as labels beyond catalogue.DefaultK6Labels
-	SeriesLimit int      // 0 = DefaultSeriesLimit; negative = no limit
-	MetricLimit int      // distinct k6 metrics; 0 = DefaultMetricLimit; negative = no limit
+	SeriesLimit int      // k6 label sets held; 0 = no limit
+	MetricLimit int      // distinct k6 metrics; 0 = no limit
 	// MaxLabelValue bounds a label value in bytes (longer: the sample is
-	// refused); 0 = DefaultMaxLabelValue; negative = no limit.
+	// refused); 0 = no limit.
 	MaxLabelValue int
 	// SeriesTTL removes a run's series (every label set sharing its
-	// testid) this long after its last point; 0 = DefaultSeriesTTL;
-	// negative = never. Run and Serve apply it.
+	// testid) this long after its last point; 0 = never. Run and Serve
+	// apply it.
 	SeriesTTL time.Duration
 	// NativeMaxBuckets bounds the native buckets of one histogram series
 	// and NativeBucketBudget those of all series; past either a series'
-	// resolution is halved. 0 = the defaults; negative = no limit.
+	// resolution is halved. 0 = no limit.
 	NativeMaxBuckets   int
 	NativeBucketBudget int64
 	Logger             *slog.Logger // nil = discard
@@ -43,14 +49,13 @@ type Config struct {
 	DisableExporterMetrics bool   // drop go_* and process_* series
 	MaxRequests            int    // parallel scrapes; 0 = no limit
 	// MaxHeaderBytes bounds one HTTP request's headers; 0 =
-	// DefaultMaxHeaderBytes.
+	// defaultMaxHeaderBytes.
 	MaxHeaderBytes int
 	// MaxConnections bounds the open connections of each listener Run
-	// opens (HTTP and gRPC); 0 = DefaultMaxConnections; negative = no
-	// limit.
+	// opens (HTTP and gRPC); 0 = no limit.
 	MaxConnections int
 	// ShutdownGrace is how long Run lets requests in flight finish once
-	// its context ends; 0 = DefaultShutdownGrace.
+	// its context ends; 0 = defaultShutdownGrace.
 	ShutdownGrace time.Duration
 
 	OTLPMaxBody      int64  // bytes; 0 = otlp.DefaultMaxBody
@@ -60,10 +65,11 @@ type Config struct {
 	// its decompressed body and its decoded form, each up to the body
 	// limit. It also bounds the OTLP body bytes being received at once,
 	// with otlp.RequestCost counted per request, to budget; others wait briefly, then get 503
-	// (gRPC UNAVAILABLE) with Retry-After. 0 = DefaultOTLPMemoryBudget;
-	// negative = no limit.
+	// (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.
 	OTLPMemoryBudget int64
-	OTLPStreamLimit  int // cumulative OTLP streams remembered; 0 = otlp.DefaultStreamLimit
+	// OTLPStreamLimit bounds the cumulative OTLP streams remembered; 0 =
+	// no limit (otlp.StreamBucketBudget still bounds their buckets).
+	OTLPStreamLimit int
 
 	ListenAddresses []string // for Run; default ":19466"
 	OTLPGRPCAddress string   // for Run: OTLP/gRPC listen address (e.g. ":4317"); "" = off
@@ -87,38 +93,28 @@ func (cfg *Config) setDefaults() error {
 	if cfg.TelemetryPath == "/v1/metrics" || cfg.TelemetryPath == "/-/healthy" || cfg.TelemetryPath == "/-/ready" {
 		return fmt.Errorf("telemetry path %q: reserved", cfg.TelemetryPath)
 	}
-	if cfg.SeriesLimit == 0 {
-		cfg.SeriesLimit = DefaultSeriesLimit
-	}
-	if cfg.MetricLimit == 0 {
-		cfg.MetricLimit = DefaultMetricLimit
-	}
-	if cfg.MaxLabelValue == 0 {
-		cfg.MaxLabelValue = DefaultMaxLabelValue
-	}
-	if cfg.SeriesTTL == 0 {
-		cfg.SeriesTTL = DefaultSeriesTTL
-	}
-	if cfg.NativeMaxBuckets == 0 {
-		cfg.NativeMaxBuckets = DefaultNativeMaxBuckets
-	}
-	if cfg.NativeBucketBudget == 0 {
-		cfg.NativeBucketBudget = DefaultNativeBucketBudget
+	for _, l := range []struct {
+		name string
+		v    int64
+	}{
+		{"series limit", int64(cfg.SeriesLimit)}, {"metric limit", int64(cfg.MetricLimit)},
+		{"max label value", int64(cfg.MaxLabelValue)}, {"series TTL", int64(cfg.SeriesTTL)},
+		{"native max buckets", int64(cfg.NativeMaxBuckets)}, {"native bucket budget", cfg.NativeBucketBudget},
+		{"OTLP memory budget", cfg.OTLPMemoryBudget}, {"OTLP stream limit", int64(cfg.OTLPStreamLimit)},
+		{"max connections", int64(cfg.MaxConnections)}, {"max requests", int64(cfg.MaxRequests)},
+	} {
+		if l.v < 0 {
+			return fmt.Errorf("%s %d: negative (0 means no limit)", l.name, l.v)
+		}
 	}
 	if cfg.OTLPMaxBody <= 0 {
 		cfg.OTLPMaxBody = otlp.DefaultMaxBody
 	}
-	if cfg.OTLPMemoryBudget == 0 {
-		cfg.OTLPMemoryBudget = DefaultOTLPMemoryBudget
-	}
 	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if cfg.MaxConnections == 0 {
-		cfg.MaxConnections = DefaultMaxConnections
+		cfg.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
+		cfg.ShutdownGrace = defaultShutdownGrace
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -143,11 +139,34 @@ func validLabel(s string) bool {
 	return true
 }
 
+// DefaultConfig is the configuration `exporter serve` starts from: every
+// bound at its default. Its flags default to these values, and mean by
+// 0 what Config does: no limit.
+func DefaultConfig() Config {
+	return Config{
+		SeriesLimit:        defaultSeriesLimit,
+		MetricLimit:        defaultMetricLimit,
+		MaxLabelValue:      defaultMaxLabelValue,
+		SeriesTTL:          defaultSeriesTTL,
+		NativeMaxBuckets:   defaultNativeMaxBuckets,
+		NativeBucketBudget: defaultNativeBucketBudget,
+		TelemetryPath:      "/metrics",
+		MaxRequests:        defaultMaxRequests,
+		MaxHeaderBytes:     defaultMaxHeaderBytes,
+		MaxConnections:     defaultMaxConnections,
+		ShutdownGrace:      defaultShutdownGrace,
+		OTLPMaxBody:        otlp.DefaultMaxBody,
+		OTLPMemoryBudget:   defaultOTLPMemoryBudget,
+		OTLPStreamLimit:    otlp.DefaultStreamLimit,
+	}
+}
+
 // Defaults of the bounds on what input can grow (see Config).
 const (
-	DefaultSeriesLimit      = 10000            // k6 label sets
-	DefaultMetricLimit      = 1000             // distinct k6 metric names
-	DefaultMaxLabelValue    = 1024             // bytes of one label value
-	DefaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
-	DefaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
+	defaultMaxRequests      = 40               // parallel scrapes
+	defaultSeriesLimit      = 10000            // k6 label sets
+	defaultMetricLimit      = 1000             // distinct k6 metric names
+	defaultMaxLabelValue    = 1024             // bytes of one label value
+	defaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
+	defaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
 )

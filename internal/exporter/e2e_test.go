@@ -179,7 +179,7 @@ scrape_configs:
 	check("native p99", `histogram_quantile(0.99, sum(rate(k6_http_req_duration_seconds[5m])))`, p99/1000, 0.01)
 	check("native count", `histogram_count(sum(increase(k6_http_req_duration_seconds[5m] anchored)))`, float64(len(durs)), 1e-9)
 	// The band bucket: requests at or below the band's upper edge, exact.
-	edge := EdgeSeconds(env.Latency.P95.Max)
+	edge := envelope.Seconds(env.Latency.P95.Max)
 	atOrBelow := float64(0)
 	for _, d := range durs {
 		if d/1000 <= edge {
@@ -189,7 +189,7 @@ scrape_configs:
 	check("band bucket (le = p95 max)", fmt.Sprintf(`sum(k6_http_req_duration_seconds_bucket{le="%s"})`, strconv.FormatFloat(edge, 'g', -1, 64)), atOrBelow, 0)
 	// Classic quantiles land between the bucket bounds around the exact value.
 	got, ok := promQuery(t, prom, `histogram_quantile(0.95, sum by (le) (rate(k6_http_req_duration_seconds_bucket[5m])))`)
-	bounds := ClassicBuckets(env, "http_req_duration", k6.Time)
+	bounds := classicBuckets([]*envelope.Envelope{env}, "http_req_duration", k6.Time)
 	i, _ := slices.BinarySearch(bounds, p95/1000)
 	lo, hi := 0.0, math.Inf(1)
 	if i > 0 {

@@ -87,21 +87,13 @@ func (c *envelopeCollector) collect(ch chan<- prometheus.Metric, e *envelope.Env
 	g(catalogue.EnvelopeErrorBudget, e.Tolerance.ErrorRatio, name)
 
 	rise := e.Tolerance.LatencyRise
-	bands := func(metric, endpoint, tag, value string, med, p95, p99 envelope.Band) {
-		for _, b := range []struct {
-			pct  string
-			band envelope.Band
-		}{{"50", med}, {"95", p95}, {"99", p99}} {
-			if b.band.N == 0 && b.band.Max == 0 {
-				continue
-			}
-			g(catalogue.EnvelopeLatencyMin, EdgeSeconds(b.band.Min), name, metric, endpoint, tag, value, b.pct)
-			g(catalogue.EnvelopeLatencyMax, EdgeSeconds(b.band.Max), name, metric, endpoint, tag, value, b.pct)
-			g(catalogue.EnvelopeLatencyThreshold, EdgeSeconds(b.band.Max*(1+rise)), name, metric, endpoint, tag, value, b.pct)
-		}
+	for _, b := range e.LatencyBands() {
+		ep := e.Endpoints[b.Endpoint]
+		metric := catalogue.SeriesName(b.Trend, "trend", "time")
+		g(catalogue.EnvelopeLatencyMin, envelope.Seconds(b.Band.Min), name, metric, b.Endpoint, ep.Tag, ep.Value, b.Percentile)
+		g(catalogue.EnvelopeLatencyMax, envelope.Seconds(b.Band.Max), name, metric, b.Endpoint, ep.Tag, ep.Value, b.Percentile)
+		g(catalogue.EnvelopeLatencyThreshold, envelope.Threshold(b.Band, rise), name, metric, b.Endpoint, ep.Tag, ep.Value, b.Percentile)
 	}
-	dur := catalogue.HTTPReqDuration.Name
-	bands(dur, "", "", "", e.Latency.Median, e.Latency.P95, e.Latency.P99)
 	keys := make([]string, 0, len(e.Endpoints))
 	for k := range e.Endpoints {
 		keys = append(keys, k)
@@ -109,13 +101,8 @@ func (c *envelopeCollector) collect(ch chan<- prometheus.Metric, e *envelope.Env
 	sort.Strings(keys)
 	for _, k := range keys {
 		ep := e.Endpoints[k]
-		metric := dur
-		if ep.Metric != "" {
-			metric = catalogue.SeriesName(ep.Metric, "trend", "time")
-		}
-		bands(metric, k, ep.Tag, ep.Value, ep.Median, ep.P95, ep.P99)
-		if ep.Share > 0 {
-			g(catalogue.EnvelopeEndpointShare, ep.Share, name, metric, k, ep.Tag, ep.Value)
+		if t := ep.Trend(); t != "" && ep.Share > 0 {
+			g(catalogue.EnvelopeEndpointShare, ep.Share, name, catalogue.SeriesName(t, "trend", "time"), k, ep.Tag, ep.Value)
 		}
 	}
 }

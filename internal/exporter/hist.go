@@ -28,15 +28,15 @@ const nativeZeroThreshold = 2.938735877055719e-39 // 2^-128
 // buckets per sign, so reduction always ends below any sane limit.
 const MinNativeSchema = -4
 
-// Native bucket defaults: a series keeps up to DefaultNativeMaxBuckets
+// Native bucket defaults: a series keeps up to defaultNativeMaxBuckets
 // populated native buckets (schema 7 over 16 powers of two, five
 // decades of latency) and all series together up to
-// DefaultNativeBucketBudget (about 24 MB at 12 bytes a bucket). Past
+// defaultNativeBucketBudget (about 24 MB at 12 bytes a bucket). Past
 // either, the series' resolution is halved (client_golang's
 // NativeHistogramMaxBucketNumber idea); classic buckets stay exact.
 const (
-	DefaultNativeMaxBuckets   = 2048
-	DefaultNativeBucketBudget = 2 << 20
+	defaultNativeMaxBuckets   = 2048
+	defaultNativeBucketBudget = 2 << 20
 )
 
 // nativeLimit is the bucket bound shared by every histogram of a store.

@@ -27,6 +27,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -51,8 +52,28 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
+// hostileServer serves hostile input with the bounds exporter serve runs
+// with (DefaultConfig), but for those cfg sets.
 func hostileServer(t testing.TB, cfg Config) *Server {
 	t.Helper()
+	d := DefaultConfig()
+	for _, f := range []struct{ p, def *int }{
+		{&cfg.SeriesLimit, &d.SeriesLimit}, {&cfg.MetricLimit, &d.MetricLimit}, {&cfg.MaxLabelValue, &d.MaxLabelValue},
+		{&cfg.NativeMaxBuckets, &d.NativeMaxBuckets}, {&cfg.OTLPStreamLimit, &d.OTLPStreamLimit},
+		{&cfg.MaxConnections, &d.MaxConnections}, {&cfg.MaxRequests, &d.MaxRequests},
+	} {
+		if *f.p == 0 {
+			*f.p = *f.def
+		}
+	}
+	for _, f := range []struct{ p, def *int64 }{{&cfg.NativeBucketBudget, &d.NativeBucketBudget}, {&cfg.OTLPMemoryBudget, &d.OTLPMemoryBudget}} {
+		if *f.p == 0 {
+			*f.p = *f.def
+		}
+	}
+	if cfg.SeriesTTL == 0 {
+		cfg.SeriesTTL = d.SeriesTTL
+	}
 	cfg.DisableExporterMetrics = true
 	s, err := New(cfg)
 	if err != nil {
@@ -161,7 +182,7 @@ func badCount(s *Server, src, reason string) float64 {
 func TestHostileInvalidUTF8(t *testing.T) {
 	s := hostileServer(t, Config{})
 	h := s.Handler()
-	n, err := s.ReplayReader("bad", strings.NewReader(
+	n, err := s.replayReader("bad", strings.NewReader(
 		"{\"metric\":\"http_reqs\",\"type\":\"Point\",\"data\":{\"time\":\"2026-11-30T08:51:04Z\",\"value\":1,\"tags\":{\"name\":\"bad\xff\",\"testid\":\"a\"}}}\n"+
 			"{\"metric\":\"http_reqs\",\"type\":\"Point\",\"data\":{\"time\":\"2026-11-30T08:51:04Z\",\"value\":1,\"tags\":{\"name\":\"good\",\"testid\":\"a\"}}}\n"))
 	if err != nil || n != 2 {
@@ -246,7 +267,7 @@ func TestHostileNonFinite(t *testing.T) {
 		t.Errorf("points ingested = %v, want 2 (the good histogram, the first counter point)", got)
 	}
 	// NDJSON: the same counter overflow.
-	if _, err := s.ReplayReader("big", strings.NewReader(
+	if _, err := s.replayReader("big", strings.NewReader(
 		`{"metric":"iterations","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1e308,"tags":{}}}`+"\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -306,8 +327,8 @@ func TestHostileWideHistograms(t *testing.T) {
 	}
 	f, _ := s.st.lookup("wide")
 	ser := f.snapshot()[0]
-	if n := len(ser.h.pos.idx); n > DefaultNativeMaxBuckets || ser.h.schema >= NativeSchema {
-		t.Errorf("%d native buckets at schema %d, want at most %d at a lower schema", n, ser.h.schema, DefaultNativeMaxBuckets)
+	if n := len(ser.h.pos.idx); n > defaultNativeMaxBuckets || ser.h.schema >= NativeSchema {
+		t.Errorf("%d native buckets at schema %d, want at most %d at a lower schema", n, ser.h.schema, defaultNativeMaxBuckets)
 	}
 	var total uint64
 	for _, c := range ser.h.classic {
@@ -333,7 +354,7 @@ func TestHostileLimits(t *testing.T) {
 		fmt.Fprintf(&nd, `{"type":"Metric","data":{"name":"m%d","type":"counter","contains":"default"},"metric":"m%d"}`+"\n", i, i)
 		fmt.Fprintf(&nd, `{"metric":"m%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{}}}`+"\n", i)
 	}
-	read, _ := s.ReplayReader("wide", strings.NewReader(nd.String()))
+	read, _ := s.replayReader("wide", strings.NewReader(nd.String()))
 	if read != 2001 {
 		t.Fatalf("read %d points", read)
 	}
@@ -370,9 +391,6 @@ func TestHostileLimits(t *testing.T) {
 			sumMetric("k6_http_reqs", cumul, dbl(1, 1, strAttr("name", "n0")))))
 		rejected += resp.GetPartialSuccess().GetRejectedDataPoints()
 	}
-	if n := s.otlp.Streams(); n > 20 {
-		t.Errorf("%d streams held, limit 20", n)
-	}
 	if rejected != 580 || overflow(OverflowStreams) != 580 {
 		t.Errorf("rejected %d, streams overflow %v, want 580", rejected, overflow(OverflowStreams))
 	}
@@ -381,6 +399,18 @@ func TestHostileLimits(t *testing.T) {
 
 // blockingBody is a request body that stalls until released.
 // blockingBody sends prefix, then blocks until release.
+// countingBody counts the bytes read from a request body.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
 type blockingBody struct {
 	release chan struct{}
 	prefix  []byte
@@ -412,7 +442,14 @@ func slowExport(n int) []byte {
 // in progress finish.
 func TestHostileConcurrentOTLP(t *testing.T) {
 	s := hostileServer(t, Config{OTLPMaxBody: 1 << 20, OTLPMemoryBudget: 2 << 20})
-	srv := httptest.NewServer(s.Handler())
+	// The bytes the exporter has read of the request bodies: what it has
+	// charged to the budget, without the requests' own cost.
+	var bodyRead atomic.Int64
+	h := s.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &countingBody{ReadCloser: r.Body, n: &bodyRead}
+		h.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -448,16 +485,14 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 		return resp
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	// Every sender's bytes have arrived: the budget is exactly full, with
-	// each request's cost counted.
-	for s.otlp.WireBytes() < 2<<20 && time.Now().Before(deadline) {
+	// Every sender's bytes have arrived: with each request's cost they
+	// fill the budget exactly, so one more request is one too many.
+	sent := int64(2<<20 - senders*otlp.RequestCost)
+	for bodyRead.Load() < sent && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := s.otlp.WireBytes(); got != 2<<20 {
-		t.Fatalf("bytes being received %d, want the 2 MiB budget", got)
-	}
-	if n := s.otlp.InFlight(); n != 0 {
-		t.Errorf("%d decoding slots held by senders that have not finished", n)
+	if got := bodyRead.Load(); got != sent {
+		t.Fatalf("body bytes read %d, want the %d the senders sent", got, sent)
 	}
 	if resp := post(); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("request past the budget: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
@@ -520,7 +555,7 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 	s.st.clock.Store(now.Add(10 * time.Minute).UnixNano())
 	s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: map[string]string{"testid": "kept"}})
 	// A finished run replayed from a results file has no TTL.
-	if _, err := s.ReplayReader("replayed", strings.NewReader(
+	if _, err := s.replayReader("replayed", strings.NewReader(
 		`{"metric":"http_reqs","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"replayed"}}}`+"\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -640,8 +675,8 @@ func TestHostileGRPC(t *testing.T) {
 	if hs.ReadTimeout == 0 || hs.WriteTimeout == 0 || hs.IdleTimeout == 0 || hs.ReadHeaderTimeout == 0 {
 		t.Errorf("HTTP timeouts not all set: %+v", hs)
 	}
-	if hs.MaxHeaderBytes != DefaultMaxHeaderBytes {
-		t.Errorf("MaxHeaderBytes = %d, want %d", hs.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	if hs.MaxHeaderBytes != defaultMaxHeaderBytes {
+		t.Errorf("MaxHeaderBytes = %d, want %d", hs.MaxHeaderBytes, defaultMaxHeaderBytes)
 	}
 }
 

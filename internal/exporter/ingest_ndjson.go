@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -87,11 +86,8 @@ func (li *lineIngester) line(line []byte) { _ = li.r.Feed(line) }
 
 func (li *lineIngester) bad(e *k6.LineError) error {
 	reason := "malformed"
-	switch {
-	case errors.Is(e, k6.ErrLineTooLong):
+	if errors.Is(e, k6.ErrLineTooLong) {
 		reason = "line_too_long"
-	case errors.Is(e, k6.ErrNotImplemented):
-		reason = "parser_unavailable"
 	}
 	li.s.refuse(li.src, otlp.Refuse(reason, fmt.Errorf("%s: line %d: %w", e.File, e.Line, e.Err)), 1)
 	return nil
@@ -181,16 +177,6 @@ func (s *Server) replayCSV(in *k6.Input) (int, error) {
 	}
 	s.accepted(SourceResults, kept)
 	return len(run.Points), nil
-}
-
-// ReplayReader ingests NDJSON from r, as ReplayFile does.
-func (s *Server) ReplayReader(name string, r io.Reader) (int, error) {
-	in, err := k6.NewInput(name, r)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close() //nolint:errcheck // only read
-	return s.ingestLines(in, SourceResults, false)
 }
 
 func (s *Server) ingestLines(in *k6.Input, src string, live bool) (int, error) {

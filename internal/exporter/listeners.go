@@ -158,16 +158,16 @@ const (
 
 // Defaults of the HTTP server's own bounds (see Config).
 const (
-	// DefaultMaxHeaderBytes bounds one request's headers: a scrape or an
+	// defaultMaxHeaderBytes bounds one request's headers: a scrape or an
 	// OTLP push sends well under 8 KiB, and a client that sends more
 	// before any auth holds at most this much.
-	DefaultMaxHeaderBytes = 64 << 10
-	// DefaultMaxConnections bounds open connections per listener; further
+	defaultMaxHeaderBytes = 64 << 10
+	// defaultMaxConnections bounds open connections per listener; further
 	// ones wait in the kernel's accept queue.
-	DefaultMaxConnections = 512
-	// DefaultShutdownGrace is how long in-flight requests may finish
+	defaultMaxConnections = 512
+	// defaultShutdownGrace is how long in-flight requests may finish
 	// after SIGTERM or SIGINT.
-	DefaultShutdownGrace = 10 * time.Second
+	defaultShutdownGrace = 10 * time.Second
 )
 
 // listen opens one listener per address, each bounded to
@@ -187,10 +187,9 @@ func (s *Server) listen(addrs []string) ([]net.Listener, error) {
 	return ls, nil
 }
 
-// limit bounds l to cfg.MaxConnections open connections (none when
-// negative).
+// limit bounds l to cfg.MaxConnections open connections (none when 0).
 func (s *Server) limit(l net.Listener) net.Listener {
-	if s.cfg.MaxConnections < 0 {
+	if s.cfg.MaxConnections <= 0 {
 		return l
 	}
 	return netutil.LimitListener(l, s.cfg.MaxConnections)

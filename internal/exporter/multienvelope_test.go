@@ -34,8 +34,8 @@ func TestSeveralEnvelopes(t *testing.T) {
 	if strings.Join(names, ",") != "golden,phase3-100vu" {
 		t.Errorf("envelope labels %v, want golden and phase3-100vu", names)
 	}
-	bounds := ClassicBucketsAll([]*envelope.Envelope{a, b}, "http_req_duration", k6.Time)
-	for _, want := range []float64{EdgeSeconds(405.3 * 1.1), EdgeSeconds(800 * 1.1)} {
+	bounds := classicBuckets([]*envelope.Envelope{a, b}, "http_req_duration", k6.Time)
+	for _, want := range []float64{envelope.Seconds(405.3 * 1.1), envelope.Seconds(800 * 1.1)} {
 		if !slices.Contains(bounds, want) {
 			t.Errorf("buckets %v lack the band edge %v", bounds, want)
 		}

@@ -66,7 +66,7 @@ func TestRefusalsCountedOnce(t *testing.T) {
 	}
 	replay := func(t *testing.T, s *Server, lines string) {
 		t.Helper()
-		if _, err := s.ReplayReader("in", strings.NewReader(lines)); err != nil {
+		if _, err := s.replayReader("in", strings.NewReader(lines)); err != nil {
 			t.Fatal(err)
 		}
 	}

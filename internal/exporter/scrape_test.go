@@ -258,14 +258,14 @@ func TestHeaderAndConnectionBounds(t *testing.T) {
 	base := "http://" + l.Addr().String()
 
 	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
-	req.Header.Set("X-Flood", strings.Repeat("a", 2*DefaultMaxHeaderBytes))
+	req.Header.Set("X-Flood", strings.Repeat("a", 2*defaultMaxHeaderBytes))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("%d KiB of headers: %d, want 431", 2*DefaultMaxHeaderBytes>>10, resp.StatusCode)
+		t.Errorf("%d KiB of headers: %d, want 431", 2*defaultMaxHeaderBytes>>10, resp.StatusCode)
 	}
 
 	// Two connections that stall in their headers fill the listener.

@@ -33,7 +33,7 @@ func (s *Server) registerSelfMetrics(limit int) {
 	for _, src := range []string{SourceNDJSON, SourceResults, SourceOTLP, SourceAPI} {
 		s.points.WithLabelValues(src) // known in advance: export 0
 	}
-	for _, o := range otlp.Outcomes {
+	for _, o := range otlp.Outcomes() {
 		s.otlpReqs.WithLabelValues(o)
 	}
 	seriesGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: catalogue.ExporterSeries.Name, Help: catalogue.ExporterSeries.Help},
@@ -47,24 +47,8 @@ func (s *Server) registerSelfMetrics(limit int) {
 
 // k6Collector renders the store; it is unchecked (describes nothing)
 // because k6 metrics appear as the test runs.
-type k6Collector struct{ st *store }
-
-func (c *k6Collector) Describe(chan<- *prometheus.Desc) {}
-
-func (c *k6Collector) Collect(ch chan<- prometheus.Metric) {
-	c.st.collect(ch)
-}
-
 // PushFailed counts a failed OTLP push (otelpush.Options.OnError).
 func (s *Server) PushFailed(error) { s.pushErrs.Inc() }
-
-// Registry holds the exporter's own, envelope and extra collectors' series;
-// the k6 series are rendered beside it (see Gatherer).
-func (s *Server) Registry() *prometheus.Registry { return s.reg }
-
-// Collector exposes the k6 series as a prometheus.Collector, for other
-// registries (the scrape path renders them directly, see Gatherer).
-func (s *Server) Collector() prometheus.Collector { return &k6Collector{st: s.st} }
 
 // Gatherer gathers everything /metrics serves: the registry plus the k6
 // series, rendered straight from the store.

@@ -14,7 +14,9 @@
 // OpenTelemetry output on /v1/metrics (internal/otlp), and points handed
 // over in Go (IngestPoint). The API for tests and other commands:
 //
-//	srv, err := exporter.New(exporter.Config{Envelope: env, Logger: logger})
+//	cfg := exporter.DefaultConfig()             // the bounds exporter serve starts from
+//	cfg.Envelope, cfg.Logger = env, logger
+//	srv, err := exporter.New(cfg)
 //	n, err := srv.ReplayFile("run.ndjson.gz")   // finished results
 //	go srv.Follow(ctx, "live.ndjson")            // tail -F, "-" for stdin
 //	srv.IngestPoint(&k6.Point{...})             // one sample

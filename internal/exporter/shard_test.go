@@ -96,11 +96,11 @@ func TestShardedSumsMatch(t *testing.T) {
 		return s
 	}
 	whole, a, b := newSrv(), newSrv(), newSrv()
-	if _, err := whole.ReplayReader("whole", bytes.NewReader(all)); err != nil {
+	if _, err := whole.replayReader("whole", bytes.NewReader(all)); err != nil {
 		t.Fatal(err)
 	}
 	for i, s := range []*Server{a, b} {
-		if _, err := s.ReplayReader("half", &halves[i]); err != nil {
+		if _, err := s.replayReader("half", &halves[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -61,7 +61,7 @@ func soakReplay(b *testing.B, st *soakTarget, n int, line func(w io.Writer, i in
 		}
 		_ = pw.CloseWithError(w.Flush()) // always nil
 	}()
-	if _, err := st.s.ReplayReader("soak", pr); err != nil {
+	if _, err := st.s.replayReader("soak", pr); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -73,7 +73,7 @@ func fillHistograms(s *Server, series, samples int) error {
 		}
 		_ = pw.CloseWithError(w.Flush()) // always nil
 	}()
-	_, err := s.ReplayReader("scrapers", pr)
+	_, err := s.replayReader("scrapers", pr)
 	return err
 }
 
@@ -83,7 +83,7 @@ func fillHistograms(s *Server, series, samples int) error {
 func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	var res scrapeResult
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
-	s, err := New(Config{})
+	s, err := New(DefaultConfig())
 	if err != nil {
 		return res, err
 	}
@@ -311,7 +311,7 @@ func TestSoakScrapersBounded(t *testing.T) {
 	}
 	// 100 stalled connections of headers hold at most the header bound
 	// each.
-	if rf.PeakRSSMiB > r1.PeakRSSMiB+100*float64(DefaultMaxHeaderBytes)*4/(1<<20) {
+	if rf.PeakRSSMiB > r1.PeakRSSMiB+100*float64(defaultMaxHeaderBytes)*4/(1<<20) {
 		t.Errorf("the header flood peaked at %.0f MiB against %.0f MiB without it", rf.PeakRSSMiB, r1.PeakRSSMiB)
 	}
 }

@@ -79,7 +79,7 @@ type soakTarget struct {
 
 func startSoak(b testing.TB) (*soakTarget, func()) {
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
-	s, err := New(Config{})            // default flags
+	s, err := New(DefaultConfig())     // default flags
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func BenchmarkSoak(b *testing.B) {
 				}
 				_ = pw.CloseWithError(w.Flush()) // always nil
 			}()
-			if _, err := st.s.ReplayReader("names", pr); err != nil {
+			if _, err := st.s.replayReader("names", pr); err != nil {
 				b.Fatal(err)
 			}
 			st.report(b)
@@ -228,7 +228,7 @@ func BenchmarkSoak(b *testing.B) {
 				}
 				_ = pw.CloseWithError(w.Flush()) // always nil
 			}()
-			if _, err := st.s.ReplayReader("labels", pr); err != nil {
+			if _, err := st.s.replayReader("labels", pr); err != nil {
 				b.Fatal(err)
 			}
 			st.report(b)
@@ -328,17 +328,19 @@ func BenchmarkSoak(b *testing.B) {
 			if err := child.Start(); err != nil {
 				b.Fatal(err)
 			}
-			// The calls are in when the budget's count stops growing.
-			var last int64 = -1
+			// The calls are in when the count of those refused for the
+			// budget stops growing: every other one is held, stalled.
+			busy := func() float64 { return testutil.ToFloat64(st.s.otlpReqs.WithLabelValues(otlp.OutcomeBusy)) }
+			last := -1.0
 			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-				now := st.s.otlp.WireBytes()
+				now := busy()
 				if now == last && now > 0 {
 					break
 				}
 				last = now
 			}
-			b.ReportMetric(float64(st.s.otlp.WireBytes()), "wire_bytes_held")
-			b.ReportMetric(testutil.ToFloat64(st.s.otlpReqs.WithLabelValues(otlp.OutcomeBusy)), "refused_unavailable")
+			b.ReportMetric(25000-busy(), "calls_held")
+			b.ReportMetric(busy(), "refused_unavailable")
 			st.report(b)
 			_ = stdin.Close() // the helper exits when its stdin closes
 			_ = child.Wait()

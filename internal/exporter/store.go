@@ -21,28 +21,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
-// builtins types k6's built-in metrics for inputs that carry no Metric
-// line (a stream joined midway, OTLP without units).
-var builtins = map[string]struct {
-	typ      k6.MetricType
-	contains k6.ValueType
-}{
-	"vus": {k6.Gauge, k6.Default}, "vus_max": {k6.Gauge, k6.Default},
-	"iterations": {k6.Counter, k6.Default}, "iteration_duration": {k6.Trend, k6.Time},
-	"dropped_iterations": {k6.Counter, k6.Default}, "checks": {k6.Rate, k6.Default},
-	"group_duration": {k6.Trend, k6.Time}, "data_sent": {k6.Counter, k6.Data},
-	"data_received": {k6.Counter, k6.Data}, "http_reqs": {k6.Counter, k6.Default},
-	"http_req_failed": {k6.Rate, k6.Default}, "http_req_duration": {k6.Trend, k6.Time},
-	"http_req_blocked": {k6.Trend, k6.Time}, "http_req_connecting": {k6.Trend, k6.Time},
-	"http_req_tls_handshaking": {k6.Trend, k6.Time}, "http_req_sending": {k6.Trend, k6.Time},
-	"http_req_waiting": {k6.Trend, k6.Time}, "http_req_receiving": {k6.Trend, k6.Time},
-	"ws_sessions": {k6.Counter, k6.Default}, "ws_msgs_sent": {k6.Counter, k6.Default},
-	"ws_msgs_received": {k6.Counter, k6.Default}, "ws_ping": {k6.Trend, k6.Time},
-	"ws_session_duration": {k6.Trend, k6.Time}, "ws_connecting": {k6.Trend, k6.Time},
-	"grpc_req_duration": {k6.Trend, k6.Time}, "grpc_streams": {k6.Counter, k6.Default},
-	"grpc_streams_msgs_sent": {k6.Counter, k6.Default}, "grpc_streams_msgs_received": {k6.Counter, k6.Default},
-}
-
 // family is one k6 metric exposed as one Prometheus metric family.
 type family struct {
 	k6name     string
@@ -232,8 +210,10 @@ func (st *store) lookup(name string) (*family, error) {
 	if f != nil {
 		return f, nil
 	}
-	if b, ok := builtins[name]; ok {
-		return st.define(name, b.typ, b.contains)
+	// k6's built-ins are typed for inputs that carry no Metric line (a
+	// stream joined midway, OTLP without units).
+	if typ, contains, ok := k6.Builtin(name); ok {
+		return st.define(name, typ, contains)
 	}
 	return nil, errUnknownMetric
 }
@@ -372,13 +352,6 @@ func (st *store) removeDead() int {
 	return removed
 }
 
-// runCount is the number of runs held.
-func (st *store) runCount() int {
-	st.runMu.Lock()
-	defer st.runMu.Unlock()
-	return len(st.runs)
-}
-
 func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType) *family {
 	f := &family{k6name: name, typ: typ, contains: contains, scale: 1, series: map[string]*series{}}
 	if contains == k6.Time {
@@ -390,7 +363,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.labels = dedupe(f.labels)
 	promLabels := slices.Clone(f.labels)
 	if typ == k6.Rate {
-		promLabels = append(promLabels, "condition")
+		promLabels = append(promLabels, catalogue.ConditionLabel)
 	}
 	help := fmt.Sprintf("k6 %s metric %s", typ, name)
 	if d, ok := catalogue.Lookup(seriesName); ok {
@@ -408,7 +381,7 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
-		f.bounds = ClassicBucketsAll(st.envs, name, contains)
+		f.bounds = classicBuckets(st.envs, name, contains)
 		f.boundPtrs = make([]*float64, len(f.bounds))
 		for i := range f.bounds {
 			f.boundPtrs[i] = &f.bounds[i]
@@ -421,9 +394,9 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 // which the store adds for rates), or the default k6 labels.
 func labelsFor(seriesName string) []string {
 	if d, ok := catalogue.Lookup(seriesName); ok && len(d.Labels) > 0 {
-		return slices.DeleteFunc(slices.Clone(d.Labels), func(l string) bool { return l == "condition" })
+		return slices.DeleteFunc(slices.Clone(d.Labels), func(l string) bool { return l == catalogue.ConditionLabel })
 	}
-	return catalogue.DefaultK6Labels
+	return catalogue.DefaultK6Labels()
 }
 
 func dedupe(s []string) []string {
@@ -488,17 +461,17 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 		values[i] = tags[l]
 	}
 	s = &series{key: string(buf), values: values, created: st.now(), run: st.runOf(tags["testid"])}
-	s.pairs[0] = f.labelPairs(values, "zero")
+	s.pairs[0] = f.labelPairs(values, catalogue.ConditionZero)
 	var sk strings.Builder
 	for _, lp := range s.pairs[0] {
-		if lp.GetName() != "condition" {
+		if lp.GetName() != catalogue.ConditionLabel {
 			sk.WriteString(lp.GetValue())
 			sk.WriteByte(0)
 		}
 	}
 	s.sortKey = sk.String()
 	if f.typ == k6.Rate {
-		s.pairs[1] = f.labelPairs(values, "nonzero")
+		s.pairs[1] = f.labelPairs(values, catalogue.ConditionNonzero)
 	}
 	if f.typ == k6.Trend {
 		s.h = newHist(f.bounds, s.created, st.native)
@@ -641,35 +614,6 @@ func (st *store) gather() []*dto.MetricFamily {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out
-}
-
-// collect emits every series as prometheus.Metrics (the Collector path,
-// used by the pedantic tests and registries of other commands).
-func (st *store) collect(ch chan<- prometheus.Metric) {
-	for _, f := range st.sortedFamilies() {
-		for _, s := range f.snapshot() {
-			if f.typ == k6.Rate {
-				ch <- &k6Metric{f: f, s: s, cond: 1}
-				ch <- &k6Metric{f: f, s: s, cond: 0}
-				continue
-			}
-			ch <- &k6Metric{f: f, s: s}
-		}
-	}
-}
-
-// k6Metric renders one series at scrape time.
-type k6Metric struct {
-	f    *family
-	s    *series
-	cond int
-}
-
-func (m *k6Metric) Desc() *prometheus.Desc { return m.f.desc }
-
-func (m *k6Metric) Write(out *dto.Metric) error {
-	m.f.write(m.s, m.cond, out)
-	return nil
 }
 
 // sortedFamilies lists families by k6 name (for tests and the OTel push).

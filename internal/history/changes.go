@@ -22,8 +22,11 @@ const (
 	StatusFixed         Status = "fixed"
 )
 
-// AckStatuses are the statuses `history ack` sets.
-var AckStatuses = []string{string(StatusAcknowledged), string(StatusExpected), string(StatusFalsePositive), string(StatusFixed)}
+// AckStatuses are the statuses `history ack` sets; a fresh slice each
+// call.
+func AckStatuses() []string {
+	return []string{string(StatusAcknowledged), string(StatusExpected), string(StatusFalsePositive), string(StatusFixed)}
+}
 
 // Accepted says the status makes the change the line's new level: an
 // acknowledged or expected change is one a re-baseline starts after.
@@ -112,8 +115,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
 
 // ParseStatus reads a status `history ack` may set.
 func ParseStatus(v string) (Status, error) {
-	if !slices.Contains(AckStatuses, v) {
-		return "", fmt.Errorf("status %q: want one of %s", v, strings.Join(AckStatuses, ", "))
+	if !slices.Contains(AckStatuses(), v) {
+		return "", fmt.Errorf("status %q: want one of %s", v, strings.Join(AckStatuses(), ", "))
 	}
 	return Status(v), nil
 }

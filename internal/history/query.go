@@ -212,7 +212,7 @@ func (s *Store) SeriesKeys(ctx context.Context, test string) ([]SeriesKey, error
 		if c := cmp.Compare(a.Endpoint, b.Endpoint); c != 0 {
 			return c
 		}
-		return cmp.Compare(slices.Index(FigureNames, a.Figure), slices.Index(FigureNames, b.Figure))
+		return cmp.Compare(slices.Index(figureNames[:], a.Figure), slices.Index(figureNames[:], b.Figure))
 	})
 	return out, rows.Err()
 }

@@ -81,8 +81,8 @@ const (
 	FigMax             = "max"
 )
 
-// FigureNames are every figure a run can hold, aggregate ones first.
-var FigureNames = []string{FigRPS, FigIterationsPerS, FigRequestsPerIter, FigErrorRate, FigAvg, FigMedian, FigP95, FigP99, FigMax}
+// figureNames are every figure a run can hold, aggregate ones first.
+var figureNames = [...]string{FigRPS, FigIterationsPerS, FigRequestsPerIter, FigErrorRate, FigAvg, FigMedian, FigP95, FigP99, FigMax}
 
 // endpointFigures are the figures an endpoint has.
 var endpointFigures = map[string]bool{FigAvg: true, FigMedian: true, FigP95: true, FigP99: true, FigMax: true}

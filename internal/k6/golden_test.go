@@ -31,7 +31,7 @@ func TestPointStreamsMatchSummary(t *testing.T) {
 				opts := LoadOptions{Stats: c.stats, Workers: workers}
 				if csv {
 					// CSV carries no types: custom metrics borrow them.
-					opts.Types = TypesFrom(want)
+					opts.Types = typesFrom(want)
 				}
 				got := mustLoad(t, "testdata/"+c.stream, opts)
 				if got.Mode != ModeExact {
@@ -111,7 +111,7 @@ func TestPointStreamsMatchSummary(t *testing.T) {
 func TestNDJSONAndCSVAgree(t *testing.T) {
 	stats := []string{"avg", "min", "med", "max", "p(99.9)", "count"}
 	a := mustLoad(t, "testdata/runB-out.ndjson.gz", LoadOptions{Stats: stats})
-	b := mustLoad(t, "testdata/runB-out.csv", LoadOptions{Stats: stats, Types: TypesFrom(a)})
+	b := mustLoad(t, "testdata/runB-out.csv", LoadOptions{Stats: stats, Types: typesFrom(a)})
 	for name, mb := range b.Metrics {
 		ma := a.Metrics[name]
 		if ma == nil {
@@ -141,4 +141,18 @@ func TestCSVUnknownMetricsAreTrends(t *testing.T) {
 	if got := r.Metrics["custom_errors"].Values["count"]; got != 54 {
 		t.Errorf("custom_errors samples %v, want 54", got)
 	}
+}
+
+// typesFrom returns the metric types and contents of a loaded run, keyed
+// by metric name, for LoadOptions.Types: a CSV (which carries no types)
+// can borrow them from the same test's summary.
+func typesFrom(r *Run) map[string]MetricDef {
+	out := map[string]MetricDef{}
+	for _, m := range r.Metrics {
+		if _, ok := out[m.Parent]; ok || m.Tags != nil && r.Metrics[m.Parent] != nil {
+			continue
+		}
+		out[m.Parent] = MetricDef{Name: m.Parent, Type: m.Type, Contains: m.Contains}
+	}
+	return out
 }

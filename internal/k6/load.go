@@ -32,8 +32,9 @@ type LoadOptions struct {
 	Workers int
 }
 
-// DefaultStats are k6's default summaryTrendStats.
-var DefaultStats = []string{"avg", "min", "med", "max", "p(90)", "p(95)"}
+// DefaultStats are k6's default summaryTrendStats; a fresh slice each
+// call.
+func DefaultStats() []string { return []string{"avg", "min", "med", "max", "p(90)", "p(95)"} }
 
 // ErrNotImplemented is returned for formats this package does not load.
 var ErrNotImplemented = errors.New("not implemented")

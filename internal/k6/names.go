@@ -26,8 +26,15 @@ func SplitName(name string) (parent string, tags map[string]string) {
 	return parent, tags
 }
 
+// HTTPReqDuration is k6's request-duration trend, the one the
+// envelope's overall latency bands, tag-selected endpoints and reports
+// are measured on.
+const HTTPReqDuration = "http_req_duration"
+
 // builtin describes k6's built-in metrics, for formats that do not carry
-// types (CSV, summary-export).
+// types (CSV, summary-export), inputs joined midway without their Metric
+// line, OTLP without units, and to tell a script's custom metrics from
+// k6's own. This is the one list: every package asks Builtin.
 type builtin struct {
 	typ      MetricType
 	contains ValueType
@@ -45,7 +52,7 @@ var builtins = map[string]builtin{
 	"data_received":              {Counter, Data},
 	"http_reqs":                  {Counter, Default},
 	"http_req_failed":            {Rate, Default},
-	"http_req_duration":          {Trend, Time},
+	HTTPReqDuration:              {Trend, Time},
 	"http_req_blocked":           {Trend, Time},
 	"http_req_connecting":        {Trend, Time},
 	"http_req_tls_handshaking":   {Trend, Time},
@@ -62,24 +69,21 @@ var builtins = map[string]builtin{
 	"grpc_streams":               {Counter, Default},
 	"grpc_streams_msgs_sent":     {Counter, Default},
 	"grpc_streams_msgs_received": {Counter, Default},
+	// k6/browser.
+	"browser_data_received":     {Counter, Data},
+	"browser_data_sent":         {Counter, Data},
+	"browser_http_req_duration": {Trend, Time},
+	"browser_http_req_failed":   {Rate, Default},
+	"browser_web_vital_cls":     {Trend, Default}, // layout shift score, no unit
+	"browser_web_vital_fcp":     {Trend, Time},
+	"browser_web_vital_fid":     {Trend, Time},
+	"browser_web_vital_inp":     {Trend, Time},
+	"browser_web_vital_lcp":     {Trend, Time},
+	"browser_web_vital_ttfb":    {Trend, Time},
 }
 
 // Builtin reports the type and contents of a k6 built-in metric.
 func Builtin(name string) (MetricType, ValueType, bool) {
 	b, ok := builtins[name]
 	return b.typ, b.contains, ok
-}
-
-// TypesFrom returns the metric types and contents of a loaded run, keyed
-// by metric name, for LoadOptions.Types: a CSV (which carries no types)
-// can borrow them from the same test's summary.
-func TypesFrom(r *Run) map[string]MetricDef {
-	out := map[string]MetricDef{}
-	for _, m := range r.Metrics {
-		if _, ok := out[m.Parent]; ok || m.Tags != nil && r.Metrics[m.Parent] != nil {
-			continue
-		}
-		out[m.Parent] = MetricDef{Name: m.Parent, Type: m.Type, Contains: m.Contains}
-	}
-	return out
 }

@@ -102,14 +102,6 @@ type BadLinePolicy func(*LineError) error
 // FailOnBadLine stops at the first bad line with its file, line and field.
 func FailOnBadLine(e *LineError) error { return e }
 
-// SkipBadLines skips bad lines and counts them in n.
-func SkipBadLines(n *int) BadLinePolicy {
-	return func(*LineError) error {
-		*n++
-		return nil
-	}
-}
-
 // DefaultMaxLine is the longest line a PointReader takes unless told.
 const DefaultMaxLine = 1 << 20
 

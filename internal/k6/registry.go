@@ -81,7 +81,7 @@ func (r *registry) metricFor(name string, defs map[string]*MetricDef) (*metricIn
 			m.subs = append(m.subs, SubmetricDef{Name: s, Suffix: s[len(parent)+1 : len(s)-1], Tags: tags})
 		}
 	}
-	if name == "http_req_duration" && !hasSub(m.subs, implicitSub) {
+	if name == HTTPReqDuration && !hasSub(m.subs, implicitSub) {
 		m.implicit = len(m.subs)
 		m.subs = append(m.subs, SubmetricDef{Name: implicitSub, Suffix: "expected_response:true", Tags: map[string]string{"expected_response": "true"}})
 	}

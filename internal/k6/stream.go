@@ -155,7 +155,7 @@ func loadPoints(name string, f Format, br *bufio.Reader, opts LoadOptions) (*Run
 func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*pointLoad, error) {
 	l := &pointLoad{name: name, f: f, br: br, opts: opts, stats: opts.Stats, line: 1}
 	if l.stats == nil {
-		l.stats = DefaultStats
+		l.stats = DefaultStats()
 	}
 	if _, err := parseStats(l.stats); err != nil {
 		return nil, err

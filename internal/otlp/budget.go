@@ -36,13 +36,6 @@ func (rc *Receiver) acquire(ctx context.Context) bool {
 	return false
 }
 
-// WireBytes is the OTLP body bytes being received, counting RequestCost
-// for each request.
-func (rc *Receiver) WireBytes() int64 { return rc.wire.Load() }
-
-// InFlight is the number of requests being decoded.
-func (rc *Receiver) InFlight() int { return len(rc.slots) }
-
 func (rc *Receiver) release() {
 	if rc.slots != nil {
 		<-rc.slots

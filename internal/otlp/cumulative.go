@@ -57,13 +57,6 @@ func (rc *Receiver) charge(st *stream, n int) bool {
 	return true
 }
 
-// Streams is the number of cumulative streams remembered.
-func (rc *Receiver) Streams() int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.streams)
-}
-
 // Expire forgets the cumulative streams not used since before; it
 // returns how many. A stream seen again later starts from its next
 // point's full value, as a new stream.
@@ -126,7 +119,7 @@ func (rc *Receiver) stream(ident, key, start, t uint64) (st *stream, refused str
 	}
 	st = rc.streams[key]
 	if st == nil {
-		if len(rc.streams) >= rc.opts.StreamLimit {
+		if rc.opts.StreamLimit > 0 && len(rc.streams) >= rc.opts.StreamLimit {
 			return nil, refuseStreams
 		}
 		if id == nil {

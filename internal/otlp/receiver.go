@@ -53,8 +53,11 @@ const (
 	OutcomeTimeout = "timeout"
 )
 
-// Outcomes lists every outcome.
-var Outcomes = []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod, OutcomeBusy, OutcomeUnauthorized}
+// Outcomes lists the outcomes a request's handling ends in (a timeout is
+// the server's, counted as it happens); a fresh slice each call.
+func Outcomes() []string {
+	return []string{OutcomeOK, OutcomePartial, OutcomeBadRequest, OutcomeTooLarge, OutcomeUnsupportedMedia, OutcomeMethod, OutcomeBusy, OutcomeUnauthorized}
+}
 
 // Sink takes the samples. Names are k6 metric names (prefix and ".total"
 // removed); values are in k6 units (ms for time). A non-nil error (a
@@ -103,9 +106,9 @@ type Options struct {
 	// OnRequest is told each request's outcome, the points taken and the
 	// error that rejected the request (nil when accepted).
 	OnRequest func(outcome string, points int, err error)
-	// StreamLimit bounds the cumulative streams remembered (0 =
-	// DefaultStreamLimit); points of new streams past it are refused
-	// (overflow "streams").
+	// StreamLimit bounds the cumulative streams remembered (0 = no
+	// limit; StreamBucketBudget still bounds their buckets); points of
+	// new streams past it are refused (overflow "streams").
 	StreamLimit int
 	// OnNewStart is told each new start time of a stream identity already
 	// held: another instance with the same resource and attributes, or a
@@ -153,9 +156,6 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	}
 	if opts.OnNewStart == nil {
 		opts.OnNewStart = func() {}
-	}
-	if opts.StreamLimit <= 0 {
-		opts.StreamLimit = DefaultStreamLimit
 	}
 	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now}
 	if opts.MaxInFlight > 0 {

@@ -367,7 +367,7 @@ func TestStreamBucketBudget(t *testing.T) {
 		t.Errorf("rejected %d, drops %d, want %d", rejected, drops, want)
 	}
 	rc.Expire(time.Now().Add(time.Hour))
-	if rc.cost != 0 || rc.Streams() != 0 || len(rc.idents) != 0 {
-		t.Errorf("after expiry: cost %d, %d streams, %d identities", rc.cost, rc.Streams(), len(rc.idents))
+	if rc.cost != 0 || len(rc.streams) != 0 || len(rc.idents) != 0 {
+		t.Errorf("after expiry: cost %d, %d streams, %d identities", rc.cost, len(rc.streams), len(rc.idents))
 	}
 }

@@ -116,7 +116,7 @@ type StageStats struct {
 
 // Names of the k6 metrics the report reads.
 const (
-	metricDuration = "http_req_duration"
+	metricDuration = k6.HTTPReqDuration
 	metricReqs     = "http_reqs"
 	metricFailed   = "http_req_failed"
 )

@@ -36,7 +36,8 @@ import (
 //     why): "pQ above X" is "more than a tail fraction t = 1 − Q of the
 //     requests slower than X", read exactly from the classic bucket at
 //     le = X, where X = band max × (1 + LatencyRise), in seconds rounded
-//     to the microsecond as the exporter's bucket edges are. The alert compares the observed slow fraction with the
+//     to the microsecond (envelope.Threshold, which also gives the exporter's
+//     bucket edges). The alert compares the observed slow fraction with the
 //     binomial upper bound t + z·√(t(1−t)/n) + c/n for the n requests
 //     actually in the window (c: continuity and skew correction), so a
 //     thin window never alarms on a few slow requests.
@@ -70,7 +71,7 @@ type ThroughputBound struct {
 	FloorPerVU     float64 // req/s per VU, 0 without a VU count
 
 	// Window is the rate window of the throughput alerts (see
-	// ThroughputWindows), WindowStr as PromQL writes it.
+	// throughputWindows), WindowStr as PromQL writes it.
 	Window    time.Duration
 	WindowStr string
 	// Dropped is a run at twice the tolerance below the band (req/s), and
@@ -79,9 +80,9 @@ type ThroughputBound struct {
 	Separation float64
 }
 
-// ThroughputWindows are the rate windows the calibrator tries for the
+// throughputWindows are the rate windows the calibrator tries for the
 // throughput alerts, shortest first.
-var ThroughputWindows = []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute}
+var throughputWindows = [...]time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute}
 
 // DetectZ is the separation, in σ of the dropped run's rate over one
 // window, that the throughput window must give between a run dropped by
@@ -238,7 +239,7 @@ func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) err
 	// Shortest window that still separates a 2×tolerance drop; the
 	// latency window when none does (a zero tolerance, a thin rate).
 	t.Window = c.Window
-	for _, tw := range ThroughputWindows {
+	for _, tw := range throughputWindows {
 		if tw > c.Window {
 			break
 		}
@@ -298,17 +299,20 @@ func (c *Calibration) endpoints(env *envelope.Envelope, tol envelope.Tolerance) 
 			return fmt.Errorf("envelope: endpoints: an endpoint has an empty name")
 		}
 		b := EndpointBound{Key: k, Rate: ep.Share * tp.Mean}
-		switch {
+		// Which series an endpoint's bands are measured on is decided
+		// once, by envelope.Endpoint.Trend: the exporter adds the band
+		// edges to that trend's buckets.
+		switch trend := ep.Trend(); {
+		case trend == "":
+			return missing(field+".metric", "an endpoint needs a custom trend metric, or tag and value")
 		case ep.Metric != "":
-			b.Series = catalogue.SeriesName(ep.Metric, "trend", "time")
-		case ep.Tag != "" && ep.Value != "":
-			if !isExposedLabel(ep.Tag) {
-				return fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels, ", "))
+			b.Series = catalogue.SeriesName(trend, "trend", "time")
+		default:
+			if !catalogue.IsDefaultK6Label(ep.Tag) {
+				return fmt.Errorf("envelope: %s.tag: %q is not a label the exporter exposes (%s)", field, ep.Tag, strings.Join(catalogue.DefaultK6Labels(), ", "))
 			}
 			b.Series = catalogue.HTTPReqDuration.Name
 			b.Selector = ep.Tag + "=" + promString(ep.Value)
-		default:
-			return missing(field+".metric", "an endpoint needs a custom trend metric, or tag and value")
 		}
 		n := b.Rate * c.Window.Seconds()
 		if ep.P95.Max > 0 {
@@ -329,13 +333,9 @@ func (c *Calibration) endpoints(env *envelope.Envelope, tol envelope.Tolerance) 
 }
 
 func latencyBound(q float64, band envelope.Band, rise, n, z float64) LatencyBound {
-	// In seconds, rounded to the microsecond exactly as the exporter
-	// rounds the band edges it adds to its classic buckets, so the le
-	// label the rule selects is one the exporter exposes.
-	x := math.Round(band.Max*(1+rise)*1000) / 1e6
-	if x <= 0 {
-		x = 1e-6
-	}
+	// The bucket bound the exporter adds for this band
+	// (envelope.BucketEdges), so the le the rule selects is served.
+	x := envelope.Threshold(band, rise)
 	b := LatencyBound{Quantile: q, BandMin: band.Min, BandMax: band.Max, Rise: rise, Threshold: x, Le: LeValue(x), Tail: round4(1 - q), ExpectedN: n}
 	if n > 0 {
 		b.ExpectedBound = binomialBound(b.Tail, n, z)
@@ -354,27 +354,6 @@ func binomialCorrection(p, z float64) float64 {
 	return (z*z-1)*(1-2*p)/6 + 0.5
 }
 
-// LatencyEdges are the classic-histogram bucket edges (seconds) the alert
-// rules read with le="…": the exporter adds them to its bucket layout so
-// "more than 5% slower than X" is exact.
-func LatencyEdges(c *Calibration) []float64 {
-	set := map[float64]bool{}
-	for _, b := range c.Latency {
-		set[b.Threshold] = true
-	}
-	for _, e := range c.Endpoints {
-		for _, b := range e.Latency {
-			set[b.Threshold] = true
-		}
-	}
-	out := make([]float64, 0, len(set))
-	for v := range set {
-		out = append(out, v)
-	}
-	sort.Float64s(out)
-	return out
-}
-
 // LeValue formats a bucket edge as Prometheus 3 stores the le label
 // (floats normalized: 1 becomes "1.0").
 func LeValue(v float64) string {
@@ -386,15 +365,6 @@ func LeValue(v float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-func isExposedLabel(l string) bool {
-	for _, x := range catalogue.DefaultK6Labels {
-		if x == l {
-			return true
-		}
-	}
-	return false
 }
 
 // chiSquareQuantile is the Wilson–Hilferty approximation of the p

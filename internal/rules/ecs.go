@@ -7,8 +7,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-func init() { RegisterGroup(50, "ecs", buildECS) }
-
 // ECS alert names.
 const (
 	AlertECSCPUSaturated       = "ECSTaskCPUSaturated"
@@ -108,7 +106,7 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 			For:    "15m",
 			Labels: map[string]string{"severity": "info"},
 			Annotations: ann(o, AlertECSCloudWatchFailing, "CloudWatch polls for ECS service metrics are failing.",
-				"Exporter {{ $labels.instance }} has failed to poll CloudWatch for 15m (up = {{ $value }}); envelope_exporter_cloudwatch_errors_total says whether it is throttling, credentials or something else. Service figures are stale."),
+				"Exporter {{ $labels.instance }} has failed to poll CloudWatch for 15m (up = {{ $value }}); "+c6.CloudWatchErrors.Name+" says whether it is throttling, credentials or something else. Service figures are stale."),
 		},
 	}
 	if b := e.CPUSecondsPerRequest; b.N > 0 && b.Max > 0 {

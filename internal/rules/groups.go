@@ -9,12 +9,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
-func init() {
-	RegisterGroup(10, "recording", buildRecording)
-	RegisterGroup(20, "alerts", buildAlerts)
-	RegisterGroup(30, "endpoints", buildEndpointAlerts)
-}
-
 // Alert names.
 const (
 	AlertThroughputLow      = "K6EnvelopeThroughputLow"
@@ -30,12 +24,14 @@ const (
 // maxRulesPerGroup follows the mixin lint limit.
 const maxRulesPerGroup = 20
 
-const (
-	reqs     = "k6_http_reqs_total"
-	failed   = "k6_http_req_failed_total"
-	iters    = "k6_iterations_total"
-	vus      = "k6_vus"
-	duration = "k6_http_req_duration_seconds"
+// The k6 series the rules read, named by the catalogue the exporter
+// serves them from.
+var (
+	reqs     = c6.HTTPReqs.Name
+	failed   = c6.HTTPReqFailed.Name
+	iters    = c6.Iterations.Name
+	vus      = c6.VUs.Name
+	duration = c6.HTTPReqDuration.Name
 )
 
 func buildRecording(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) {
@@ -52,7 +48,7 @@ func buildRecording(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGr
 	}
 	ratio := func(extra ...string) string {
 		all := s.sum(fmt.Sprintf("rate(%s%s[1m])", failed, s.sel()), extra...)
-		return fmt.Sprintf(`(%s or 0 * %s) / %s`, s.sum(fmt.Sprintf("rate(%s%s[1m])", failed, s.sel(`condition="nonzero"`)), extra...), all, all)
+		return fmt.Sprintf(`(%s or 0 * %s) / %s`, s.sum(fmt.Sprintf("rate(%s%s[1m])", failed, s.sel(c6.NonzeroMatcher)), extra...), all, all)
 	}
 	rate := func(metric string, extra ...string) string {
 		return s.sum(fmt.Sprintf("rate(%s%s[1m])", metric, s.sel()), extra...)
@@ -115,7 +111,7 @@ func slowFraction(s scope, series, endpointSel string, b LatencyBound, z float64
 }
 
 func errorsCondition(s scope, c *Calibration, w string) string {
-	nz := failed + s.sel(`condition="nonzero"`)
+	nz := failed + s.sel(c6.NonzeroMatcher)
 	if c.Errors.Zero {
 		return fmt.Sprintf("(%s > 0 or %s > 0)", s.sum(fmt.Sprintf("increase(%s[%s])", nz, w)), s.sum(fmt.Sprintf("%[1]s unless %[1]s offset %[2]s", nz, w)))
 	}

@@ -3,15 +3,10 @@
 // Operator PrometheusRule resource, and validates them with Prometheus's
 // own rule-file parser.
 //
-// Generation is a list of group builders run in order. Each builder looks
-// at the envelope and returns one rule group, or false when it has nothing
-// to say (an envelope without ECS figures yields no ECS group). Another
-// file of this package contributes a group by registering a builder in its
-// init function:
-//
-//	func init() { RegisterGroup(50, "ecs", buildECS) }
-//
-//	func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error) { ... }
+// Generation is a fixed list of group builders run in order (builders).
+// Each builder looks at the envelope and returns its rule groups, or none
+// when it has nothing to say (an envelope without ECS figures yields no
+// ECS group). A new concern adds its builder to that list.
 //
 // Builders read the calibrated thresholds from Calibration (calibrate.go)
 // rather than recomputing them, so every alert uses the same formula.
@@ -19,7 +14,6 @@ package rules
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
@@ -47,26 +41,24 @@ type RuleFile struct {
 	Groups []RuleGroup `yaml:"groups" json:"groups"`
 }
 
-// GroupBuilder returns the groups one concern contributes (none is fine).
-type GroupBuilder func(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error)
+// groupBuilder returns the groups one concern contributes (none is fine).
+type groupBuilder func(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, error)
 
-type registered struct {
-	order int
+// builder is one concern of the rule file.
+type builder struct {
 	name  string
-	build GroupBuilder
+	build groupBuilder
 }
 
-var builders []registered
-
-// RegisterGroup adds a builder; builders run by ascending order, then name.
-func RegisterGroup(order int, name string, b GroupBuilder) {
-	builders = append(builders, registered{order, name, b})
-	sort.SliceStable(builders, func(i, j int) bool {
-		if builders[i].order != builders[j].order {
-			return builders[i].order < builders[j].order
-		}
-		return builders[i].name < builders[j].name
-	})
+// builders are the concerns in generation order: the order of the groups
+// in the rule file.
+func builders() []builder {
+	return []builder{
+		{"recording", buildRecording},
+		{"alerts", buildAlerts},
+		{"endpoints", buildEndpointAlerts},
+		{"ecs", buildECS},
+	}
 }
 
 // Options are the deployment choices that are not part of the envelope.
@@ -115,7 +107,7 @@ func Generate(env *envelope.Envelope, o Options) (*RuleFile, *Calibration, error
 	}
 	f := &RuleFile{}
 	seen := map[string]bool{}
-	for _, b := range builders {
+	for _, b := range builders() {
 		gs, err := b.build(env, c, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rules %s: %w", b.name, err)

@@ -184,9 +184,14 @@ func TestSeveralEnvelopesEndToEnd(t *testing.T) {
 
 	// Feed the runs in chunks a second apart, so counters grow across
 	// scrapes as they do live.
+	chunkDir := t.TempDir()
 	for i := range chunks[0] {
 		for ri, r := range runs {
-			if _, err := srv.ReplayReader(r.testid, bytes.NewReader(bytes.Join(chunks[ri][i], []byte("\n")))); err != nil {
+			p := filepath.Join(chunkDir, fmt.Sprintf("%s-%03d.ndjson", r.testid, i))
+			if err := os.WriteFile(p, bytes.Join(chunks[ri][i], []byte("\n")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.ReplayFile(p); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -17,7 +17,7 @@ const EnvelopeLabel = "envelope"
 // testid, so runs with the same testid from two clusters, namespaces or
 // jobs never merge behind a global query layer (Thanos, Mimir). A label
 // a series does not have costs nothing.
-var DefaultTopologyLabels = []string{"job", "namespace", "cluster"}
+func DefaultTopologyLabels() []string { return []string{"job", "namespace", "cluster"} }
 
 // scope is how every generated expression selects and groups: the
 // envelope's match on every k6 selector, testid plus the topology labels
@@ -53,7 +53,7 @@ func newScope(env *envelope.Envelope, o Options) (scope, error) {
 	keep := []string{"testid"}
 	topo := o.TopologyLabels
 	if topo == nil {
-		topo = DefaultTopologyLabels
+		topo = DefaultTopologyLabels()
 	}
 	for _, l := range topo {
 		if l != "" && l != "testid" && l != EnvelopeLabel {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/template"
 
+	c6 "github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
@@ -454,9 +455,9 @@ func (b *testBuilder) endpointLatency() (promtoolGroup, bool, error) {
 }
 
 func (b *testBuilder) failedSeries(id string, reqPerSec, ratio float64) {
-	b.add(failed, tid(id, "condition", "zero"), linear(reqPerSec*(1-ratio)))
+	b.add(failed, tid(id, c6.ConditionLabel, c6.ConditionZero), linear(reqPerSec*(1-ratio)))
 	if ratio > 0 {
-		b.add(failed, tid(id, "condition", "nonzero"), linear(reqPerSec*ratio))
+		b.add(failed, tid(id, c6.ConditionLabel, c6.ConditionNonzero), linear(reqPerSec*ratio))
 	}
 }
 

@@ -58,7 +58,7 @@ func (m *Model) Run(o Options, source string) (*k6.Run, error) {
 		ts := start.Add(time.Duration(t * float64(time.Second)))
 		all = append(all, ms)
 		per[i] = append(per[i], ms)
-		points = append(points, k6.Point{Metric: "http_req_duration", Time: ts, Value: ms, Tags: tags[i]})
+		points = append(points, k6.Point{Metric: k6.HTTPReqDuration, Time: ts, Value: ms, Tags: tags[i]})
 		if e.Metric != "" {
 			points = append(points, k6.Point{Metric: e.Metric, Time: ts, Value: ms})
 		}
@@ -67,11 +67,11 @@ func (m *Model) Run(o Options, source string) (*k6.Run, error) {
 	iters := int(math.Round(cp.IterRate * o.ThroughputFactor * secs))
 	r := &k6.Run{Source: source, Format: k6.FormatNDJSON, Mode: k6.ModeExact, Start: start, End: start.Add(o.Duration), Duration: o.Duration, Points: points,
 		Metrics: map[string]*k6.Metric{
-			"http_reqs":         {Name: "http_reqs", Parent: "http_reqs", Type: k6.Counter, Values: map[string]float64{"count": float64(n), "rate": float64(n) / secs}},
-			"iterations":        {Name: "iterations", Parent: "iterations", Type: k6.Counter, Values: map[string]float64{"count": float64(iters), "rate": float64(iters) / secs}},
-			"http_req_failed":   {Name: "http_req_failed", Parent: "http_req_failed", Type: k6.Rate, Values: map[string]float64{"passes": float64(failed), "fails": float64(n - failed), "rate": float64(failed) / math.Max(1, float64(n))}},
-			"http_req_duration": trend("http_req_duration", all),
-			"vus_max":           {Name: "vus_max", Parent: "vus_max", Type: k6.Gauge, Values: map[string]float64{"value": float64(cp.VUs), "min": float64(cp.VUs), "max": float64(cp.VUs)}},
+			"http_reqs":        {Name: "http_reqs", Parent: "http_reqs", Type: k6.Counter, Values: map[string]float64{"count": float64(n), "rate": float64(n) / secs}},
+			"iterations":       {Name: "iterations", Parent: "iterations", Type: k6.Counter, Values: map[string]float64{"count": float64(iters), "rate": float64(iters) / secs}},
+			"http_req_failed":  {Name: "http_req_failed", Parent: "http_req_failed", Type: k6.Rate, Values: map[string]float64{"passes": float64(failed), "fails": float64(n - failed), "rate": float64(failed) / math.Max(1, float64(n))}},
+			k6.HTTPReqDuration: trend(k6.HTTPReqDuration, all),
+			"vus_max":          {Name: "vus_max", Parent: "vus_max", Type: k6.Gauge, Values: map[string]float64{"value": float64(cp.VUs), "min": float64(cp.VUs), "max": float64(cp.VUs)}},
 		}}
 	for i, e := range cp.Endpoints {
 		switch {
@@ -80,7 +80,7 @@ func (m *Model) Run(o Options, source string) (*k6.Run, error) {
 		case e.Tag != "":
 			name := "http_req_duration{" + e.Tag + ":" + e.Value + "}"
 			mt := trend(name, per[i])
-			mt.Parent, mt.Tags = "http_req_duration", map[string]string{e.Tag: e.Value}
+			mt.Parent, mt.Tags = k6.HTTPReqDuration, map[string]string{e.Tag: e.Value}
 			r.Metrics[name] = mt
 		}
 	}

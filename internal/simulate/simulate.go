@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Options shape a simulated run.
@@ -456,16 +457,21 @@ func (o Options) resolve(m *Model) (Options, error) {
 
 // writeMetricLines writes the Metric lines k6 writes before any point.
 func writeMetricLines(bw *bufio.Writer, m *Model) {
-	metrics := []struct{ name, typ, contains string }{
-		{"http_reqs", "counter", "default"}, {"http_req_duration", "trend", "time"},
-		{"http_req_failed", "rate", "default"}, {"iterations", "counter", "default"},
-		{"vus", "gauge", "default"}, {"vus_max", "gauge", "default"},
+	type def struct {
+		name     string
+		typ      k6.MetricType
+		contains k6.ValueType
+	}
+	var metrics []def
+	for _, name := range []string{"http_reqs", k6.HTTPReqDuration, "http_req_failed", "iterations", "vus", "vus_max"} {
+		typ, contains, _ := k6.Builtin(name)
+		metrics = append(metrics, def{name, typ, contains})
 	}
 	seen := map[string]bool{}
 	for _, e := range m.Endpoints {
 		if e.Metric != "" && !seen[e.Metric] {
 			seen[e.Metric] = true
-			metrics = append(metrics, struct{ name, typ, contains string }{e.Metric, "trend", "time"})
+			metrics = append(metrics, def{e.Metric, k6.Trend, k6.Time})
 		}
 	}
 	for _, mt := range metrics {
@@ -519,7 +525,7 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 			fail := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
 			tags := e.tags(fail)
 			s.point("http_reqs", ts, 1, tags)
-			s.point("http_req_duration", ts, round6(ms), tags)
+			s.point(k6.HTTPReqDuration, ts, round6(ms), tags)
 			fv := 0.0
 			if fail {
 				fv = 1
