@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/testenv"
 )
 
 // The large benchmark file repeats runA's Point lines with times shifted
@@ -159,7 +161,7 @@ func cpuTime() time.Duration {
 // same file, for the side-by-side figure in docs/benchmarks.md.
 func BenchmarkJQP95(b *testing.B) {
 	if _, err := exec.LookPath("jq"); err != nil {
-		b.Skip("jq not installed")
+		testenv.Missing(b, "jq", "install Debian's jq package for this side-by-side figure")
 	}
 	path, lines := bigNDJSON(b, 1000)
 	b.ResetTimer()
