@@ -100,12 +100,12 @@ func TestExitCodesAndMissingFiles(t *testing.T) {
 // serve --k6.results knows a file's format before replaying it: a summary
 // file fails at once with one clear error and no line-by-line noise.
 func TestServeResultsDetectsFormat(t *testing.T) {
-	summary := filepath.Join("testdata", "runA-summary-export.json")
+	summary := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-summary-export.json")
 	code, _, se := captureRun(t, "serve", "--web.listen-address=127.0.0.1:0", "--k6.results", summary)
 	if code != 2 || !strings.Contains(se, "a k6 summary file") || strings.Contains(se, "skipped") {
 		t.Errorf("summary file: exit %d, stderr %q", code, se)
 	}
-	for _, ok := range []string{filepath.Join("testdata", "runB-out.ndjson.gz"), filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")} {
+	for _, ok := range []string{filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz"), filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")} {
 		if err := checkReplayable(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -160,7 +160,7 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 // Each invocation parses on a fresh app: flags and repeatable values of
 // one run do not carry over into the next.
 func TestNoFlagStateBetweenRuns(t *testing.T) {
-	file := filepath.Join("testdata", "runB-out.ndjson.gz")
+	file := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz")
 	code, so, se := captureRun(t, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
 	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
 		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)

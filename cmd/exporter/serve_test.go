@@ -34,7 +34,7 @@ func (l *lockedBuffer) String() string {
 func TestServeStdinAndShutdown(t *testing.T) {
 	var e lockedBuffer
 	var o bytes.Buffer
-	results := filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson")
+	results := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
 	code := make(chan int, 1)
 	go func() {
 		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results}, &o, &e)

@@ -32,7 +32,7 @@ func TestServeOnlyCommands(t *testing.T) {
 			}
 		}
 	}
-	code, _, se := captureRun(t, "summarize", "--format", "json", "../../internal/k6/testdata/runA-out.ndjson")
+	code, _, se := captureRun(t, "summarize", "--format", "json", "../../testdata/k6/generated-v2.2.0/runA-default/runA-out.ndjson")
 	if code != 0 {
 		t.Errorf("summarize exit %d: %s", code, se)
 	}

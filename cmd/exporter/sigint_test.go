@@ -48,7 +48,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 	}
 	envPath, _ := sixMinEnvelope(t)
 	followed := filepath.Join(dir, "follow.ndjson")
-	plain, err := os.ReadFile(filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson"))
+	plain, err := os.ReadFile(filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/testenv"
 )
 
@@ -68,7 +69,7 @@ func bigNDJSON(tb testing.TB, copies int) (string, int) {
 			}
 		}
 	}
-	src, err := os.ReadFile("testdata/runA-out.ndjson")
+	src, err := os.ReadFile(fixtures.Path(tb, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		tb.Fatal(err)
 	}
