@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/testenv"
 )
 
 // asEnvelope is how the test binary runs as the command line itself,
@@ -107,7 +108,7 @@ func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, up
 // and both are recorded in the history with their commit and branch.
 func TestCIExamples(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash to run the CI scripts")
+		testenv.Missing(t, "bash", "it runs docs/ci.md's CI scripts")
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -135,7 +135,7 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 // Each invocation parses on a fresh app: flags and repeatable values of
 // one run do not carry over into the next.
 func TestNoFlagStateBetweenRuns(t *testing.T) {
-	file := filepath.Join("testdata", "runB-out.ndjson.gz")
+	file := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz")
 	code, so, se := captureRun(t, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
 	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
 		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)

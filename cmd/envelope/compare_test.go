@@ -101,8 +101,8 @@ func TestReportCommand(t *testing.T) {
 	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
 		t.Fatal(err)
 	}
-	ndjson := filepath.Join("..", "..", "internal", "report", "testdata", "runA-out.ndjson")
-	opts := filepath.Join("..", "..", "internal", "report", "testdata", "script.k6-inspect.json")
+	ndjson := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
+	opts := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "script.k6-inspect.json")
 
 	code, _, se := cmpRun(t, "report", "--envelope", envPath, "--out", filepath.Join(dir, "env", "report.md"))
 	if code != 0 {

@@ -13,11 +13,11 @@ func TestSummarizeWarnsIgnoredWindow(t *testing.T) {
 		args []string
 		warn string // "" = no warning expected
 	}{
-		{"summary with skip-warmup", []string{"--skip-warmup", "3m", "testdata/runA-summary-export.json"}, "ignored for a summary file"},
-		{"summary with group-by", []string{"--group-by", "name", "testdata/runA-summary-export.json"}, "--group-by needs a point stream"},
-		{"window past the end", []string{"--skip-warmup", "10h", "testdata/runB-out.ndjson.gz"}, "the window keeps no samples"},
-		{"window inside the run", []string{"--skip-warmup", "2s", "testdata/runB-out.ndjson.gz"}, ""},
-		{"plain summary", []string{"testdata/runA-summary-export.json"}, ""},
+		{"summary with skip-warmup", []string{"--skip-warmup", "3m", "../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json"}, "ignored for a summary file"},
+		{"summary with group-by", []string{"--group-by", "name", "../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json"}, "--group-by needs a point stream"},
+		{"window past the end", []string{"--skip-warmup", "10h", "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"}, "the window keeps no samples"},
+		{"window inside the run", []string{"--skip-warmup", "2s", "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"}, ""},
+		{"plain summary", []string{"../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, se := captureRun(t, append([]string{"summarize"}, tc.args...)...)

@@ -19,7 +19,7 @@ var (
 	sixMinA        = filepath.Join("..", "..", "internal", "exporter", "testdata", "baseline-a.ndjson.gz")
 	sixMinB        = filepath.Join("testdata", "baseline-b.ndjson.gz")
 	sixMinC        = filepath.Join("..", "..", "internal", "backtest", "testdata", "baseline-c.ndjson.gz")
-	sixMinRegresed = filepath.Join("..", "..", "internal", "backtest", "testdata", "regressed-auth-errors.ndjson.gz")
+	sixMinRegresed = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "regressed-auth-errors.ndjson.gz")
 	sixMinOptions  = filepath.Join("testdata", "baseline-mix-6m.k6-inspect.json")
 )
 
@@ -89,7 +89,7 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 }
 
 // summaryA is the k6 summary of baseline run a.
-var summaryA = filepath.Join("..", "..", "internal", "compare", "testdata", "baseline-a.summary.json")
+var summaryA = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.summary.json")
 
 // shortRun writes the first 1m33s of the regressed six-minute run: a run
 // stopped before the envelope's 3-minute warm-up ended.

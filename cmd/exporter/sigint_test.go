@@ -55,7 +55,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 		t.Fatal(err)
 	}
 	followed := filepath.Join(dir, "follow.ndjson")
-	plain, err := os.ReadFile(filepath.Join("..", "..", "internal", "exporter", "testdata", "runA-out.ndjson"))
+	plain, err := os.ReadFile(filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

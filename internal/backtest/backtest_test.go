@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
@@ -59,11 +60,11 @@ func firstFiring(r *Run, alertname string) float64 {
 // nothing and the regressed run (auth ×1.25, 503s on uploads) must fire
 // the latency and error alerts.
 func TestRealRuns(t *testing.T) {
-	in, err := envelope.ReadFiles([]string{"testdata/baseline-a.summary.json", "testdata/baseline-b.summary.json"}, k6.LoadOptions{})
+	in, err := envelope.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, k6.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl, err := envelope.ReadK6Options("testdata/script.k6-inspect.json")
+	wl, err := envelope.ReadK6Options(fixtures.Path(t, "k6/baseline-mix-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRealRuns(t *testing.T) {
 		t.Errorf("baseline-c: %gs of points, want about 6m", base.DurationS)
 	}
 
-	reg, err := File(ctx, env, files, "testdata/regressed-auth-errors.ndjson.gz", Options{})
+	reg, err := File(ctx, env, files, fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
@@ -86,7 +87,7 @@ func TestSeriesSameAsExporter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	realRun := "testdata/regressed-auth-errors.ndjson.gz"
+	realRun := fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz")
 	sim := filepath.Join(t.TempDir(), "sim.ndjson.gz")
 	if err := simulate.WriteFile(sim, env, simulate.Options{Seed: 31, Duration: 3 * time.Minute, ErrorRate: 0.02}); err != nil {
 		t.Fatal(err)

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // SkipWarmup replays only what follows the warm-up: the 6-minute run
 // keeps its last 3 minutes, and the regression in them still fires.
 func TestSkipWarmup(t *testing.T) {
-	in, err := envelope.ReadFiles([]string{"testdata/baseline-a.summary.json", "testdata/baseline-b.summary.json"}, k6.LoadOptions{})
+	in, err := envelope.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, k6.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +31,7 @@ func TestSkipWarmup(t *testing.T) {
 	}{
 		{"testdata/baseline-c.ndjson.gz", 0, 350, 375, ""},
 		{"testdata/baseline-c.ndjson.gz", 3 * time.Minute, 170, 195, ""},
-		{"testdata/regressed-auth-errors.ndjson.gz", 3 * time.Minute, 170, 195, "K6EnvelopeRequestsFailing"},
+		{fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz"), 3 * time.Minute, 170, 195, "K6EnvelopeRequestsFailing"},
 	} {
 		r, err := File(ctx, env, files, tc.file, Options{SkipWarmup: tc.skip})
 		if err != nil {

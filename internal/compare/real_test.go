@@ -19,7 +19,7 @@ import (
 func TestRealEndpointRegression(t *testing.T) {
 	var files []string
 	for _, n := range []string{"baseline-a", "baseline-b", "baseline-c"} {
-		files = append(files, filepath.Join("testdata", n+".summary.json"))
+		files = append(files, fixtures.Path(t, "k6/baseline-mix-v2.2.0/"+n+".summary.json"))
 	}
 	in, err := envelope.ReadFiles(files, k6.LoadOptions{})
 	if err != nil {
@@ -29,7 +29,7 @@ func TestRealEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cand, err := k6.Load(filepath.Join("testdata", "regressed-auth-errors.ndjson.gz"),
+	cand, err := k6.Load(fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz"),
 		k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}})
 	if err != nil {
 		t.Fatal(err)

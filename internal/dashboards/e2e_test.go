@@ -18,12 +18,13 @@ import (
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/promtest"
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
-// e2eEnvelope bands the fixture run (testdata/runA-out.ndjson, a real k6
+// e2eEnvelope bands the fixture run (runA-out.ndjson of the top-level testdata, a real k6
 // v2.2.0 run): the overall bands, the "home" endpoint by the k6 name tag,
 // and the custom trend custom_waiting_time, so every band query has a
 // gauge to read.
@@ -136,7 +137,7 @@ scrape_configs:
 		n, _ := promQuery(prom, `up{job="envelope-exporter"} == 1`)
 		return n > 0
 	})
-	replayInChunks(t, srv, "testdata/runA-out.ndjson", 20)
+	replayInChunks(t, srv, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), 20)
 
 	// Rates need two scrapes after the last chunk, recorded series a rule
 	// evaluation after that.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -326,12 +327,12 @@ func TestReadK6Options(t *testing.T) {
 		file string
 		want Workload
 	}{
-		{"baseline-mix.k6-inspect.json", Workload{VUs: 50, Executor: "constant-vus", Scenarios: []string{"baseline"}, Duration: "1m30s"}},
+		{"k6/baseline-mix-v2.2.0/script.k6-inspect.json", Workload{VUs: 50, Executor: "constant-vus", Scenarios: []string{"baseline"}, Duration: "1m30s"}},
 		// arrival: maxVUs 5, stages 7s; closed: 1 VU for 4s.
-		{"two-scenarios.k6-inspect.json", Workload{VUs: 6, Executor: "constant-vus,ramping-arrival-rate", Scenarios: []string{"arrival", "closed"}, Duration: "7s"}},
+		{"k6/generated-v2.2.0/script.k6-inspect.json", Workload{VUs: 6, Executor: "constant-vus,ramping-arrival-rate", Scenarios: []string{"arrival", "closed"}, Duration: "7s"}},
 	}
 	for _, tt := range tests {
-		got, err := ReadK6Options(filepath.Join("testdata", tt.file))
+		got, err := ReadK6Options(fixtures.Path(t, tt.file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -15,7 +16,11 @@ func TestRealFixtures(t *testing.T) {
 	p := func(names ...string) []string {
 		var out []string
 		for _, n := range names {
-			out = append(out, filepath.Join("testdata", n))
+			if n == "regressed-auth-errors.summary.json" {
+				out = append(out, filepath.Join("testdata", n))
+			} else {
+				out = append(out, fixtures.Path(t, "k6/baseline-mix-v2.2.0/"+n))
+			}
 		}
 		return out
 	}
@@ -31,7 +36,7 @@ func TestRealFixtures(t *testing.T) {
 		{name: "with the regressed run", files: p("baseline-a.summary.json", "baseline-b.summary.json", "regressed-auth-errors.summary.json"),
 			verdict: "signs of saturation", reason: "error emergence: 18 of 59474 requests failed"},
 		{name: "a short run among them", files: p("baseline-a.summary.json", "otlp-sample.summary.json"),
-			wantErr: "duration: testdata/baseline-a.summary.json ran 6m1s, testdata/otlp-sample.summary.json ran 22s"},
+			wantErr: "duration: baseline-a.summary.json ran 6m1s, otlp-sample.summary.json ran 22s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,9 +76,9 @@ func TestRealFixtures(t *testing.T) {
 // that agrees with the runs is taken as is.
 func TestOptionsDurationAgainstRuns(t *testing.T) {
 	in, err := ReadFiles([]string{
-		filepath.Join("testdata", "baseline-a.summary.json"),
-		filepath.Join("testdata", "baseline-b.summary.json"),
-		filepath.Join("testdata", "baseline-c.summary.json"),
+		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"),
+		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json"),
+		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.summary.json"),
 	}, k6.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +91,7 @@ func TestOptionsDurationAgainstRuns(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := ReadK6Options(filepath.Join("testdata", "baseline-mix.k6-inspect.json"))
+			w, err := ReadK6Options(fixtures.Path(t, "k6/baseline-mix-v2.2.0/script.k6-inspect.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

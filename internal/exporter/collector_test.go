@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/promtest"
 )
@@ -141,7 +142,7 @@ func TestGoldenEnvelope(t *testing.T) {
 // (k6's "custom_gauge" in runA) may trip the type-in-name check.
 func TestLint(t *testing.T) {
 	s := goldenServer(t, Config{Envelope: testEnvelope()})
-	if _, err := s.ReplayFile("testdata/runA-out.ndjson"); err != nil {
+	if _, err := s.ReplayFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")); err != nil {
 		t.Fatal(err)
 	}
 	s.Handler() // registers the promhttp self-metrics
@@ -163,7 +164,7 @@ func TestPromtoolCheckMetrics(t *testing.T) {
 		t.Skip("builds promtool")
 	}
 	s := goldenServer(t, Config{Envelope: testEnvelope()})
-	if _, err := s.ReplayFile("testdata/runA-out.ndjson"); err != nil {
+	if _, err := s.ReplayFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())
@@ -414,7 +415,7 @@ func (c *k6Collector) Collect(ch chan<- prometheus.Metric) { c.st.collect(ch) }
 // Collector path (checked by the pedantic registry) give the same text.
 func TestGathererMatchesCollector(t *testing.T) {
 	s := goldenServer(t, Config{})
-	if _, err := s.ReplayFile("testdata/runA-out.ndjson"); err != nil {
+	if _, err := s.ReplayFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // Scrapes run while points stream in (the live case): every scrape must
@@ -20,7 +22,7 @@ import (
 // stops halfway until a scrape has completed, so at least one scrape
 // overlaps ingestion however the scheduler runs the goroutines.
 func TestScrapeWhileIngesting(t *testing.T) {
-	b, err := os.ReadFile("testdata/runA-out.ndjson")
+	b, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // counterTotals sums every k6 counter and histogram sample count by
@@ -35,7 +37,7 @@ func counterTotals(t *testing.T, s *Server) map[string]float64 {
 // the store always gathers, and replaying the same lines again never makes
 // a counter or a histogram's count go down.
 func FuzzLineIngester(f *testing.F) {
-	data, err := os.ReadFile("testdata/runA-out.ndjson")
+	data, err := os.ReadFile(fixtures.Path(f, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		f.Fatal(err)
 	}

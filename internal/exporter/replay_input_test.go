@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // --k6.results must replay point streams whatever their name, and refuse
 // what holds no samples instead of serving nothing without a word.
 func TestReplayFileInputs(t *testing.T) {
 	dir := t.TempDir()
-	nd, err := os.ReadFile("testdata/runA-out.ndjson")
+	nd, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -73,7 +76,7 @@ func TestOTLPIntoSeries(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	for i := 1; i <= 5; i++ {
-		b, err := os.ReadFile(filepath.Join("..", "otlp", "testdata", "otlp-00"+string(rune('0'+i))+".bin"))
+		b, err := os.ReadFile(fixtures.Path(t, fmt.Sprintf("k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-%03d.bin", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +126,7 @@ func TestFollowIngests(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "live.ndjson")
-	src, err := os.ReadFile("testdata/runA-out.ndjson")
+	src, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func TestFollowIngests(t *testing.T) {
 	}
 	// Reference: the same file replayed into a fresh server.
 	ref, _ := New(Config{DisableExporterMetrics: true})
-	want, _ := ref.ReplayFile("testdata/runA-out.ndjson")
+	want, _ := ref.ReplayFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	deadline := time.Now().Add(10 * time.Second)
 	for testutil.ToFloat64(s.points.WithLabelValues(SourceNDJSON)) < float64(want) {
 		if time.Now().After(deadline) {

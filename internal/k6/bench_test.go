@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/testenv"
 )
 
 // The large benchmark file repeats runA's Point lines with times shifted
@@ -66,7 +69,7 @@ func bigNDJSON(tb testing.TB, copies int) (string, int) {
 			}
 		}
 	}
-	src, err := os.ReadFile("testdata/runA-out.ndjson")
+	src, err := os.ReadFile(fixtures.Path(tb, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -159,7 +162,7 @@ func cpuTime() time.Duration {
 // same file, for the side-by-side figure in docs/benchmarks.md.
 func BenchmarkJQP95(b *testing.B) {
 	if _, err := exec.LookPath("jq"); err != nil {
-		b.Skip("jq not installed")
+		testenv.Missing(b, "jq", "install Debian's jq package for this side-by-side figure")
 	}
 	path, lines := bigNDJSON(b, 1000)
 	b.ResetTimer()

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // seedLines adds up to n lines of a fixture file to the corpus.
@@ -39,8 +41,8 @@ func seedLines(f *testing.F, path string, n int) {
 // FuzzParseNDJSONLine: any input returns a point, a definition or an error,
 // never panics, and a point's value is finite.
 func FuzzParseNDJSONLine(f *testing.F) {
-	seedLines(f, "testdata/runA-out.ndjson", 60)
-	seedLines(f, "testdata/runB-out.ndjson.gz", 20)
+	seedLines(f, fixtures.Path(f, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), 60)
+	seedLines(f, fixtures.Path(f, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"), 20)
 	f.Add([]byte(`{"data":{"tags":null,"value":1e308,"time":"2026-11-30T10:51:04+02:00"},"type":"Point","metric":"a\u0041"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var p Point
@@ -110,7 +112,7 @@ func fuzzLoad(t *testing.T, name string, input []byte) {
 func FuzzLoadSummary(f *testing.F) {
 	for _, p := range []string{"runA-summary-export.json", "runA-handlesummary-data.json", "runB-summary-export.json",
 		"runC-summary-export-machine-readable.json", "runC-machine-readable-schema.json", "runD-summary-export-machine-readable-full.json", "ictu-handlesummary-data.json"} {
-		data, err := os.ReadFile("testdata/" + p)
+		data, err := os.ReadFile(testFile(f, p))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -120,7 +122,7 @@ func FuzzLoadSummary(f *testing.F) {
 }
 
 func FuzzLoadNDJSON(f *testing.F) {
-	data, err := os.ReadFile("testdata/runA-out.ndjson")
+	data, err := os.ReadFile(fixtures.Path(f, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func FuzzLoadNDJSON(f *testing.F) {
 
 func FuzzLoadCSV(f *testing.F) {
 	for _, p := range []string{"runA-out.csv", "runB-out.csv"} {
-		data, err := os.ReadFile("testdata/" + p)
+		data, err := os.ReadFile(testFile(f, p))
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -2,9 +2,12 @@ package k6
 
 import (
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // Trends recomputed from a run's point streams equal k6's own summary of
@@ -26,14 +29,14 @@ func TestPointStreamsMatchSummary(t *testing.T) {
 	for _, c := range cases {
 		for _, workers := range []int{1, 2} {
 			t.Run(c.stream, func(t *testing.T) {
-				want := mustLoad(t, "testdata/"+c.summary, LoadOptions{})
+				want := mustLoad(t, testFile(t, c.summary), LoadOptions{})
 				csv := strings.HasSuffix(c.stream, ".csv")
 				opts := LoadOptions{Stats: c.stats, Workers: workers}
 				if csv {
 					// CSV carries no types: custom metrics borrow them.
 					opts.Types = typesFrom(want)
 				}
-				got := mustLoad(t, "testdata/"+c.stream, opts)
+				got := mustLoad(t, testFile(t, c.stream), opts)
 				if got.Mode != ModeExact {
 					t.Errorf("mode %s", got.Mode)
 				}
@@ -110,7 +113,7 @@ func TestPointStreamsMatchSummary(t *testing.T) {
 // they share, NDJSON (nanosecond times) and CSV (6-decimal values).
 func TestNDJSONAndCSVAgree(t *testing.T) {
 	stats := []string{"avg", "min", "med", "max", "p(99.9)", "count"}
-	a := mustLoad(t, "testdata/runB-out.ndjson.gz", LoadOptions{Stats: stats})
+	a := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"), LoadOptions{Stats: stats})
 	b := mustLoad(t, "testdata/runB-out.csv", LoadOptions{Stats: stats, Types: typesFrom(a)})
 	for name, mb := range b.Metrics {
 		ma := a.Metrics[name]
@@ -155,4 +158,19 @@ func typesFrom(r *Run) map[string]MetricDef {
 		out[m.Parent] = MetricDef{Name: m.Parent, Type: m.Type, Contains: m.Contains}
 	}
 	return out
+}
+
+// testFile is the path of a k6 output these tests read by name: the real
+// outputs other packages read too are kept once in the top-level testdata
+// (internal/fixtures), the rest in this package's.
+func testFile(tb testing.TB, name string) string {
+	tb.Helper()
+	if rel, ok := map[string]string{
+		"runA-out.ndjson":          "k6/generated-v2.2.0/runA-default/runA-out.ndjson",
+		"runA-summary-export.json": "k6/generated-v2.2.0/runA-default/runA-summary-export.json",
+		"runB-out.ndjson.gz":       "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz",
+	}[name]; ok {
+		return fixtures.Path(tb, rel)
+	}
+	return filepath.Join("testdata", name)
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // A gzip stream cut short must be reported as a broken gzip stream, not as
 // a parse error of whatever partial line the cut left behind.
 func TestTruncatedGzipIsReadError(t *testing.T) {
-	plain, err := os.ReadFile("testdata/runA-out.ndjson")
+	plain, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

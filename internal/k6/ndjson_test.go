@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 func TestParseNDJSONLine(t *testing.T) {
@@ -106,7 +108,7 @@ func TestParseNDJSONLineReuse(t *testing.T) {
 // Every line of the fixtures parses, and the scanner agrees with the
 // generic path on values and times.
 func TestParseNDJSONFixtureLines(t *testing.T) {
-	r := mustLoad(t, "testdata/runA-out.ndjson", LoadOptions{KeepPoints: true})
+	r := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), LoadOptions{KeepPoints: true})
 	if len(r.Points) != 1966 {
 		t.Fatalf("%d points, want 1966", len(r.Points))
 	}
@@ -114,7 +116,7 @@ func TestParseNDJSONFixtureLines(t *testing.T) {
 	if first.Metric != "http_reqs" || first.Value != 1 || first.Tags["name"] != "home" || first.Time.UnixNano() != 1796028664034267023 {
 		t.Errorf("first point %+v", first)
 	}
-	b := mustLoad(t, "testdata/runB-out.ndjson.gz", LoadOptions{KeepPoints: true})
+	b := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"), LoadOptions{KeepPoints: true})
 	withMeta := 0
 	for _, p := range b.Points {
 		if p.Metadata["vu"] != "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 func mustLoad(t testing.TB, path string, opts LoadOptions) *Run {
@@ -34,8 +36,8 @@ func TestSummaryShapesAgree(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.a+"~"+c.b, func(t *testing.T) {
-			ra := mustLoad(t, "testdata/"+c.a, LoadOptions{})
-			rb := mustLoad(t, "testdata/"+c.b, LoadOptions{})
+			ra := mustLoad(t, testFile(t, c.a), LoadOptions{})
+			rb := mustLoad(t, testFile(t, c.b), LoadOptions{})
 			if ra.Format != c.fa || rb.Format != c.fb {
 				t.Fatalf("formats %s, %s; want %s, %s", ra.Format, rb.Format, c.fa, c.fb)
 			}
@@ -128,7 +130,7 @@ func TestSummaryValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			r := mustLoad(t, "testdata/"+c.file, LoadOptions{})
+			r := mustLoad(t, testFile(t, c.file), LoadOptions{})
 			if c.duration != 0 && (r.Duration-c.duration > time.Microsecond || c.duration-r.Duration > time.Microsecond) {
 				t.Errorf("duration %v, want %v", r.Duration, c.duration)
 			}
@@ -176,7 +178,7 @@ func TestSplitName(t *testing.T) {
 }
 
 func TestForcedFormatMismatch(t *testing.T) {
-	_, err := Load("testdata/runA-summary-export.json", LoadOptions{Format: FormatHandleSummary})
+	_, err := Load(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-summary-export.json"), LoadOptions{Format: FormatHandleSummary})
 	if err == nil || !strings.Contains(err.Error(), "summary-export") {
 		t.Fatalf("got %v, want a mismatch naming the real format", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -33,7 +34,7 @@ func reference(points []Point, keep func(Point) bool) (n int, avg, p95 float64) 
 }
 
 func TestWindows(t *testing.T) {
-	all := mustLoad(t, "testdata/runA-out.ndjson", LoadOptions{KeepPoints: true})
+	all := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), LoadOptions{KeepPoints: true})
 	start := all.Start
 	cases := []struct {
 		name     string
@@ -47,7 +48,7 @@ func TestWindows(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.opts.Stats = []string{"count", "avg", "p(95)"}
-			r := mustLoad(t, "testdata/runA-out.ndjson", c.opts)
+			r := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), c.opts)
 			lo := start.Add(c.from)
 			hi := all.End.Add(time.Nanosecond)
 			if c.to > 0 {
@@ -78,8 +79,8 @@ func TestWindows(t *testing.T) {
 }
 
 func TestGroupBy(t *testing.T) {
-	all := mustLoad(t, "testdata/runA-out.ndjson", LoadOptions{KeepPoints: true})
-	r := mustLoad(t, "testdata/runA-out.ndjson", LoadOptions{GroupBy: "scenario", Stats: []string{"count", "avg", "p(95)"}})
+	all := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), LoadOptions{KeepPoints: true})
+	r := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), LoadOptions{GroupBy: "scenario", Stats: []string{"count", "avg", "p(95)"}})
 	if len(r.Groups) != 2 {
 		t.Fatalf("groups %v, want arrival and closed", slices.Collect(func(yield func(string) bool) {
 			for g := range r.Groups {
@@ -112,10 +113,10 @@ func TestGroupBy(t *testing.T) {
 // 0.5% of the exact one, counts, min and max exact, and the mode reported.
 func TestSketchMode(t *testing.T) {
 	st := []string{"count", "min", "max", "avg", "med", "p(90)", "p(95)", "p(99)", "p(99.9)"}
-	exact := mustLoad(t, "testdata/runB-out.ndjson.gz", LoadOptions{Stats: st})
+	exact := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"), LoadOptions{Stats: st})
 	for _, opts := range []LoadOptions{{Mode: ModeSketch}, {MemoryBudget: 2048}} {
 		opts.Stats = st
-		r := mustLoad(t, "testdata/runB-out.ndjson.gz", opts)
+		r := mustLoad(t, fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"), opts)
 		if r.Mode != ModeSketch {
 			t.Fatalf("%+v: mode %s", opts, r.Mode)
 		}
@@ -229,7 +230,7 @@ func TestCSVExtraTagsAndMetadata(t *testing.T) {
 
 // Stdin-like readers and the "-" path go through the same loader.
 func TestLoadReaderGzip(t *testing.T) {
-	f, err := os.Open("testdata/runB-out.ndjson.gz")
+	f, err := os.Open(fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

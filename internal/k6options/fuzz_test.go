@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // checkWindows asserts what reports and rules rely on: windows follow one
@@ -31,7 +33,7 @@ func checkWindows(t *testing.T, sc Scenario) {
 // FuzzParse reads arbitrary `k6 inspect` output: no panic, and every
 // scenario it accepts yields well-ordered windows.
 func FuzzParse(f *testing.F) {
-	b, err := os.ReadFile("testdata/script.k6-inspect.json")
+	b, err := os.ReadFile(fixtures.Path(f, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		f.Fatal(err)
 	}

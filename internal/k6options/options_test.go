@@ -5,13 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // The fixture is a real `k6 inspect` output: scenario "arrival"
 // (ramping-arrival-rate, startRate 5, stages 3s→10, 2s→10, 2s→2) and
 // "closed" (constant-vus, 1 VU for 4s from 1s).
 func TestLoadInspectFixture(t *testing.T) {
-	o, err := Load("testdata/script.k6-inspect.json")
+	o, err := Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

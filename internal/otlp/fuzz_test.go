@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -89,7 +90,7 @@ func smallRequest(req *colmetricpb.ExportMetricsServiceRequest, n int) *colmetri
 // state): the handler never panics, answers 200 or a 4xx, and hands the
 // sink only finite figures and counters that never go down.
 func FuzzServeHTTP(f *testing.F) {
-	b, err := os.ReadFile("testdata/otlp-001.bin")
+	b, err := os.ReadFile(fixtures.Path(f, "k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-001.bin"))
 	if err != nil {
 		f.Fatal(err)
 	}

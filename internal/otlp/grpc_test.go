@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -20,6 +21,8 @@ import (
 	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // grpcReceiver serves rc over plaintext HTTP/2 on loopback and returns a
@@ -43,7 +46,7 @@ func grpcReceiver(t *testing.T, rc *Receiver) (colmetricpb.MetricsServiceClient,
 
 func k6Export(t *testing.T, i int) *colmetricpb.ExportMetricsServiceRequest {
 	t.Helper()
-	body, err := os.ReadFile("testdata/otlp-00" + string(rune('0'+i)) + ".bin")
+	body, err := os.ReadFile(fixtures.Path(t, fmt.Sprintf("k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-%03d.bin", i)))
 	if err != nil {
 		t.Fatal(err)
 	}

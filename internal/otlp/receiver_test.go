@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -106,7 +107,7 @@ func TestCumulativeExportsMatchSummary(t *testing.T) {
 	sink := newSumSink()
 	rc := NewReceiver(sink, Options{Prefix: "k6_"})
 	for i := 1; i <= 5; i++ {
-		body, err := os.ReadFile(fmt.Sprintf("testdata/otlp-%03d.bin", i))
+		body, err := os.ReadFile(fixtures.Path(t, fmt.Sprintf("k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-%03d.bin", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func TestCumulativeExportsMatchSummary(t *testing.T) {
 	var raw struct {
 		Metrics map[string]map[string]any `json:"metrics"`
 	}
-	b, _ := os.ReadFile("testdata/otlp-sample.summary.json")
+	b, _ := os.ReadFile(fixtures.Path(t, "k6/baseline-mix-v2.2.0/otlp-sample.summary.json"))
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestJSONBody(t *testing.T) {
 }
 
 func TestBadRequests(t *testing.T) {
-	body, err := os.ReadFile("testdata/otlp-001.bin")
+	body, err := os.ReadFile(fixtures.Path(t, "k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-001.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +318,7 @@ func TestGRPC(t *testing.T) {
 	defer conn.Close() //nolint:errcheck // test cleanup
 	client := colmetricpb.NewMetricsServiceClient(conn)
 	for i := 1; i <= 5; i++ {
-		body, err := os.ReadFile(fmt.Sprintf("testdata/otlp-%03d.bin", i))
+		body, err := os.ReadFile(fixtures.Path(t, fmt.Sprintf("k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-%03d.bin", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
+
+	"github.com/envelope-dev/envelope/internal/testenv"
 )
 
 // server is the test binary's PostgreSQL.
@@ -58,7 +60,7 @@ func DSN(tb testing.TB) string {
 	tb.Helper()
 	once.Do(func() { srv, startErr = start() })
 	if errors.Is(startErr, errMissing) {
-		if os.Getenv("CI") == "true" {
+		if testenv.InCI() {
 			tb.Fatalf("%v (CI=true: the PostgreSQL tests must run; %s)", startErr, hint)
 		}
 		missing.Store(true)

@@ -66,8 +66,9 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !listsTool(root, name) {
-		return "", fmt.Errorf("%s is not a tool in %s", name, filepath.Join(root, "go.mod"))
+	mod, ok := toolModule(root, name)
+	if !ok {
+		return "", fmt.Errorf("%s is not a tool in %s or %s", name, filepath.Join(root, "go.mod"), filepath.Join(root, "tools", "*", "go.mod"))
 	}
 	dir, err := toolCacheDir(root)
 	if err != nil {
@@ -85,9 +86,9 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	if p, ok := readMemo(memo); ok { // built by the process we waited for
 		return p, nil
 	}
-	fmt.Fprintf(os.Stderr, "promproc: building %s from go.mod's tool directive (go tool -n %s); the first run on a cold build cache takes minutes, later runs reuse it\n", name, name)
+	fmt.Fprintf(os.Stderr, "promproc: building %s from go.mod's tool directive (go tool -n %s in %s); the first run on a cold build cache takes minutes, later runs reuse it\n", name, name, mod)
 	start := time.Now()
-	p, err := goToolPath(ctx, root, name)
+	p, err := goToolPath(ctx, mod, name)
 	if err != nil {
 		return "", err
 	}
@@ -110,10 +111,32 @@ func BuildTools(ctx context.Context, names ...string) error {
 	return nil
 }
 
-// listsTool reports whether go.mod's tool directive names a package whose
-// last element is name.
-func listsTool(root, name string) bool {
-	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
+// toolModules are the folders whose go.mod's tool directive may name a
+// tool: the module root, then each tools/<name> module, which holds tools
+// whose dependencies cannot share the project's (its go.mod says why).
+func toolModules(root string) []string {
+	mods, _ := filepath.Glob(filepath.Join(root, "tools", "*", "go.mod")) // the pattern is valid
+	dirs := []string{root}
+	for _, m := range mods {
+		dirs = append(dirs, filepath.Dir(m))
+	}
+	return dirs
+}
+
+// toolModule returns the first of toolModules whose go.mod lists name.
+func toolModule(root, name string) (string, bool) {
+	for _, dir := range toolModules(root) {
+		if listsTool(dir, name) {
+			return dir, true
+		}
+	}
+	return "", false
+}
+
+// listsTool reports whether the go.mod in dir has a tool directive naming
+// a package called name, as `go tool` names it.
+func listsTool(dir, name string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
 		return false
 	}
@@ -125,34 +148,45 @@ func listsTool(root, name string) bool {
 		case f[0] == "tool" && len(f) > 1 && f[1] == "(":
 			in = true
 		case f[0] == "tool" && len(f) == 2:
-			if path.Base(f[1]) == name {
+			if toolName(f[1]) == name {
 				return true
 			}
 		case in && f[0] == ")":
 			in = false
-		case in && path.Base(f[0]) == name:
+		case in && toolName(f[0]) == name:
 			return true
 		}
 	}
 	return false
 }
 
-// goToolPath runs `go tool -n name`, which builds the tool if needed and
-// prints the cached binary, so the process a test starts and stops is the
-// tool itself, not `go`. The go command dies with the caller (Pdeathsig)
-// and with ctx (its whole process group).
-func goToolPath(ctx context.Context, root, name string) (string, error) {
+// toolName is the name `go tool` runs a package by: its last path
+// element, or the one before a major version suffix
+// (sigs.k8s.io/kustomize/kustomize/v5 is kustomize).
+func toolName(pkg string) string {
+	base := path.Base(pkg)
+	if len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" && path.Dir(pkg) != "." {
+		return path.Base(path.Dir(pkg))
+	}
+	return base
+}
+
+// goToolPath runs `go tool -n name` in the module folder mod, which
+// builds the tool if needed and prints the cached binary, so the process
+// a test starts and stops is the tool itself, not `go`. The go command
+// dies with the caller (Pdeathsig) and with ctx (its whole process group).
+func goToolPath(ctx context.Context, mod, name string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", errors.New("no go command to build it")
 	}
 	cmd := Command(ctx, gobin, "tool", "-n", name)
-	cmd.Dir = root
+	cmd.Dir = mod
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go tool -n %s in %s: %v: %s", name, root, err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("go tool -n %s in %s: %v: %s", name, mod, err, strings.TrimSpace(stderr.String()))
 	}
 	p := strings.TrimSpace(string(out))
 	if _, err := os.Stat(p); err != nil {
@@ -174,8 +208,8 @@ func Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
 }
 
 // toolCacheDir is the folder holding the tool paths of this source tree's
-// go.mod and go.sum under this Go version: $ENVELOPE_TOOL_CACHE, else the
-// user's cache folder.
+// tool modules (their go.mod and go.sum) under this Go version:
+// $ENVELOPE_TOOL_CACHE, else the user's cache folder.
 func toolCacheDir(root string) (string, error) {
 	base := os.Getenv("ENVELOPE_TOOL_CACHE")
 	if base == "" {
@@ -186,12 +220,14 @@ func toolCacheDir(root string) (string, error) {
 		base = filepath.Join(c, "envelope-tools")
 	}
 	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			return "", err
+	for _, dir := range toolModules(root) {
+		for _, f := range []string{"go.mod", "go.sum"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				return "", err
+			}
+			h.Write(b)
 		}
-		h.Write(b)
 	}
 	_, _ = fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS")) // hash writes cannot fail
 	dir := filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16])

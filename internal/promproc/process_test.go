@@ -19,13 +19,13 @@ func TestProcessStop(t *testing.T) {
 	// rather than guess from /proc while init may or may not reap it.
 	const prSetChildSubreaper = 36
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		t.Skipf("prctl(PR_SET_CHILD_SUBREAPER): %v", e)
+		t.Fatalf("prctl(PR_SET_CHILD_SUBREAPER): %v", e)
 	}
 	dir := t.TempDir()
 	// A shell that starts a child and waits: both must go.
 	p, err := StartProcess("sleeper", "/bin/sh", []string{"-c", "sleep 60 & echo $! > child.pid; wait"}, dir, filepath.Join(dir, "log"), "")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	var child int
 	for i := 0; i < 100 && child == 0; i++ {
@@ -74,7 +74,7 @@ func TestWaitReadyExited(t *testing.T) {
 	dir := t.TempDir()
 	p, err := StartProcess("failing", "/bin/sh", []string{"-c", "echo bad config >&2; exit 3"}, dir, filepath.Join(dir, "failing.log"), "")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	addr, _ := FreeAddr()
 	err = p.WaitReady(context.Background(), "http://"+addr+"/-/ready")
@@ -96,18 +96,43 @@ func TestLocate(t *testing.T) {
 	}
 }
 
-func TestListsTool(t *testing.T) {
+func TestToolModule(t *testing.T) {
 	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]bool{"prometheus": true, "promtool": true, "alertmanager": false, "": false} {
-		if got := listsTool(root, name); got != want {
-			t.Errorf("listsTool(%q) = %t, want %t", name, got, want)
+	am := filepath.Join(root, "tools", "alertmanager")
+	for name, want := range map[string]string{
+		"prometheus":   root,
+		"promtool":     root,
+		"kustomize":    root, // sigs.k8s.io/kustomize/kustomize/v5
+		"alertmanager": am,
+		"amtool":       am,
+		"v5":           "",
+		"":             "",
+		"no-such-tool": "",
+	} {
+		got, ok := toolModule(root, name)
+		if got != want || ok != (want != "") {
+			t.Errorf("toolModule(%q) = %q, %t; want %q", name, got, ok, want)
 		}
 	}
-	if _, err := GoTool(context.Background(), "alertmanager"); err == nil || !strings.Contains(err.Error(), "not a tool") {
-		t.Errorf("GoTool(alertmanager) = %v, want not a tool", err)
+	if _, err := GoTool(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "not a tool") {
+		t.Errorf("GoTool(no-such-tool) = %v, want not a tool", err)
+	}
+}
+
+func TestToolName(t *testing.T) {
+	for pkg, want := range map[string]string{
+		"github.com/prometheus/prometheus/cmd/promtool": "promtool",
+		"sigs.k8s.io/kustomize/kustomize/v5":            "kustomize",
+		"example.com/tool/v2x":                          "v2x",
+		"example.com/tool/v":                            "v",
+		"v2":                                            "v2",
+	} {
+		if got := toolName(pkg); got != want {
+			t.Errorf("toolName(%q) = %q, want %q", pkg, got, want)
+		}
 	}
 }
 
@@ -148,7 +173,7 @@ func TestCommandContextKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := Command(ctx, "/bin/sh", "-c", "sleep 60 & wait")
 	if err := cmd.Start(); err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	cancel()
 	done := make(chan error, 1)

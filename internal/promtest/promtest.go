@@ -150,23 +150,38 @@ func (p *Prometheus) Alerts() ([]promproc.Alert, error) {
 // and returns its combined output.
 func Promtool(t testing.TB, args ...string) ([]byte, error) {
 	t.Helper()
-	cmd := PromtoolCmd(t, args...)
-	out, err := cmd.CombinedOutput()
+	return Tool(t, "promtool", args...)
+}
+
+// PromtoolCmd is the promtool command for args, to run from the module
+// root, for callers that set its input; see ToolCmd.
+func PromtoolCmd(t testing.TB, args ...string) *exec.Cmd {
+	t.Helper()
+	return ToolCmd(t, "promtool", args...)
+}
+
+// Tool runs one of the module's tools (promtool, amtool, kustomize: see
+// promproc.GoTool) with args from the module root and returns its
+// combined output.
+func Tool(t testing.TB, name string, args ...string) ([]byte, error) {
+	t.Helper()
+	out, err := ToolCmd(t, name, args...).CombinedOutput()
 	if err != nil {
-		return out, fmt.Errorf("promtool %v: %w", args, err)
+		return out, fmt.Errorf("%s %v: %w", name, args, err)
 	}
 	return out, nil
 }
 
-// PromtoolCmd is the promtool command for args, to run from the module
-// root, for callers that set its input. The binary is built once for all
-// test packages (see promproc.GoTool) and started directly, never
-// through `go tool`, so it ends with the test, never outlives it.
-func PromtoolCmd(t testing.TB, args ...string) *exec.Cmd {
+// ToolCmd is the command running one of the module's tools with args
+// from the module root. The binary is built once for all test packages
+// (see promproc.GoTool) and started directly, never through `go tool`,
+// so it ends with the test, never outlives it. A tool that cannot be
+// built fails the test.
+func ToolCmd(t testing.TB, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	bin, err := promproc.GoTool(t.Context(), "promtool")
+	bin, err := promproc.GoTool(t.Context(), name)
 	if err != nil {
-		t.Fatalf("promtool: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	root, err := promproc.ModuleRoot()
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
 )
@@ -54,7 +55,7 @@ const (
 // starting at startTimes[name] (absent: in parallel at 0).
 func perEndpointInspectJSON(t testing.TB, startTimes map[string]time.Duration) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/script.k6-inspect.json")
+	b, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

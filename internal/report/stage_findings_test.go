@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6options"
 )
 
@@ -11,8 +12,8 @@ import (
 // millisecond; the fastest-p95 finding must name an endpoint that served
 // requests, not the one that failed them all.
 func TestFastestP95SkipsAllFailedEndpoints(t *testing.T) {
-	pts := readNDJSON(t, "testdata/runA-out.ndjson")
-	o, err := k6options.Load("testdata/script.k6-inspect.json")
+	pts := readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
+	o, err := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
 )
@@ -314,8 +315,8 @@ func TestStageReportBadInput(t *testing.T) {
 // plus the closed scenario's URL-named requests, under the arrival
 // scenario's windows 0-3s, 3-5s, 5-7s.
 func TestStageReportRealFixture(t *testing.T) {
-	pts := readNDJSON(t, "testdata/runA-out.ndjson")
-	o, err := k6options.Load("testdata/script.k6-inspect.json")
+	pts := readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
+	o, err := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,18 +478,18 @@ func BenchmarkBuildStageReport(b *testing.B) {
 // The project's loader must hand over the same points as the test's own
 // decoder, so the CLI's stage report equals the one checked above.
 func TestStageReportViaLoader(t *testing.T) {
-	run, err := k6.Load("testdata/runA-out.ndjson", k6.LoadOptions{KeepPoints: true})
+	run, err := k6.Load(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"), k6.LoadOptions{KeepPoints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, _ := k6options.Load("testdata/script.k6-inspect.json")
+	o, _ := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	sc, _ := o.Scenario("")
 	cfg := StageConfig{Scenario: sc, OnlyScenario: sc.Name}
 	a, err := BuildStageReport(run.Points, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := BuildStageReport(readNDJSON(t, "testdata/runA-out.ndjson"), cfg)
+	b, err := BuildStageReport(readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

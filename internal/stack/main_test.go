@@ -8,4 +8,6 @@ import (
 )
 
 // The tools are built before the tests' timer starts (promtest.Main).
-func TestMain(m *testing.M) { os.Exit(promtest.Main(m, "prometheus", "promtool")) }
+func TestMain(m *testing.M) {
+	os.Exit(promtest.Main(m, "prometheus", "promtool", "alertmanager", "amtool"))
+}

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +15,11 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/promtest"
+	"github.com/envelope-dev/envelope/internal/simulate"
 )
 
 func TestPromDuration(t *testing.T) {
@@ -169,31 +170,38 @@ func countPoints(t *testing.T, path string) int {
 	return n
 }
 
-// The stack end to end: an exporter replaying a run, Prometheus loading
-// the committed rules, scraping it and recording throughput; Close stops
-// everything.
+// The stack end to end: an exporter replaying two runs, Prometheus
+// loading the committed rules, scraping it and recording throughput, and
+// Alertmanager receiving the alert the rules raise for the run whose
+// requests fail (and none for the clean run); Close stops everything.
 func TestStackEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs Prometheus")
+		t.Skip("runs Prometheus and Alertmanager")
 	}
 	ctx := context.Background()
-	// The pinned Prometheus (go.mod's tool directive), never one on $PATH.
+	// The pinned Prometheus and Alertmanager (the tool directives of
+	// go.mod and tools/alertmanager/go.mod), never ones on $PATH.
 	bin, err := promproc.GoTool(ctx, "prometheus")
 	if err != nil {
 		t.Fatalf("prometheus: %v", err)
+	}
+	amBin, err := promproc.GoTool(ctx, "alertmanager")
+	if err != nil {
+		t.Fatalf("alertmanager: %v", err)
 	}
 	rules, err := os.ReadFile("../../rules/envelope.rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Evaluate every second rather than every 15 s: a shorter test.
+	// Evaluate every second rather than every 15 s, and fire after 1 s
+	// rather than 1 min: a shorter test.
 	rules = bytes.ReplaceAll(rules, []byte("interval: 15s"), []byte("interval: 1s"))
+	rules = bytes.ReplaceAll(rules, []byte("for: 1m"), []byte("for: 1s"))
+	failing := failingRun(t)
 	srv, err := exporter.New(exporter.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Alertmanager when this machine has one (optional in the stack).
-	amBin, _ := Locate(ctx, "alertmanager", "")
 	st, err := Start(ctx, Options{
 		Dir:                t.TempDir(),
 		Exporters:          []Target{{Server: srv}},
@@ -209,8 +217,10 @@ func TestStackEndToEnd(t *testing.T) {
 	defer st.Close() //nolint:errcheck // test cleanup
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Stopped by cancel; the recorded throughput below shows it ran.
+	// Stopped by cancel; the recorded throughput and the alert below
+	// show they ran.
 	go func() { _, _ = Replay(rctx, srv, "testdata/baseline-a-120s.ndjson.gz", 8, true) }()
+	go func() { _, _ = Replay(rctx, srv, failing, 1, true) }()
 
 	// Wait for a recorded throughput of the run's testid.
 	var got []Sample
@@ -235,18 +245,30 @@ func TestStackEndToEnd(t *testing.T) {
 	if err != nil || len(nh) != 1 || nh[0].Value <= 0 {
 		t.Errorf("native histogram: %v %v", nh, err)
 	}
-	if amBin != "" {
-		// Prometheus discovered the stack's Alertmanager.
-		var active []string
-		for i := 0; i < 50 && len(active) == 0; i++ {
-			active = alertmanagers(t, st.PrometheusURL)
-			time.Sleep(200 * time.Millisecond)
+	// Prometheus discovered the stack's Alertmanager.
+	var active []string
+	for i := 0; i < 50 && len(active) == 0; i++ {
+		active = alertmanagers(t, st.PrometheusURL)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(active) != 1 || !strings.HasPrefix(active[0], st.AlertmanagerURL) {
+		t.Errorf("Prometheus sends alerts to %v, want %s", active, st.AlertmanagerURL)
+	}
+	// The failing run's alert reaches Alertmanager, with the labels its
+	// routing groups by; the clean run raises none.
+	var failingAlerts []map[string]string
+	deadline = time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && len(failingAlerts) == 0 {
+		time.Sleep(500 * time.Millisecond)
+		failingAlerts = nil
+		for _, a := range alertmanagerAlerts(t, st.AlertmanagerURL) {
+			if a["alertname"] == "K6EnvelopeRequestsFailing" {
+				failingAlerts = append(failingAlerts, a)
+			}
 		}
-		if len(active) != 1 || !strings.HasPrefix(active[0], st.AlertmanagerURL) {
-			t.Errorf("Prometheus sends alerts to %v, want %s", active, st.AlertmanagerURL)
-		}
-	} else {
-		t.Log("no alertmanager on this machine: ran without it")
+	}
+	if len(failingAlerts) != 1 || failingAlerts[0]["testid"] != failingTestID || failingAlerts[0]["severity"] != "critical" {
+		t.Errorf("Alertmanager's K6EnvelopeRequestsFailing alerts: %v, want one for testid %s, severity critical", failingAlerts, failingTestID)
 	}
 	if _, err := Query(ctx, st.PrometheusURL, `sum(`, time.Time{}); err == nil {
 		t.Error("bad query: no error")
@@ -257,6 +279,52 @@ func TestStackEndToEnd(t *testing.T) {
 	if _, err := Query(ctx, st.PrometheusURL, "up", time.Time{}); err == nil {
 		t.Error("Prometheus still answers after Close")
 	}
+}
+
+// failingTestID is the testid of failingRun's run.
+const failingTestID = "stack-failing"
+
+// failingRun writes a 1-minute simulated run of the demo envelope in
+// which 5% of requests fail, and returns its path.
+func failingRun(t *testing.T) string {
+	t.Helper()
+	env, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "failing.ndjson.gz")
+	err = simulate.WriteFile(path, env, simulate.Options{
+		Duration: time.Minute, Seed: 1, TestID: failingTestID, ErrorRate: 0.05, ThroughputFactor: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// alertmanagerAlerts returns the label sets of the alerts an Alertmanager
+// holds (its v2 API).
+func alertmanagerAlerts(t *testing.T, am string) []map[string]string {
+	t.Helper()
+	resp, err := http.Get(am + "/api/v2/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close() //nolint:errcheck // response body, only read
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s/api/v2/alerts: %s", am, resp.Status)
+	}
+	var alerts []struct {
+		Labels map[string]string `json:"labels"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&alerts); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]string, len(alerts))
+	for i, a := range alerts {
+		out[i] = a.Labels
+	}
+	return out
 }
 
 // alertmanagers lists the Alertmanager URLs Prometheus sends alerts to.
@@ -284,8 +352,8 @@ func alertmanagers(t *testing.T, prom string) []string {
 	return out
 }
 
-// The stack's Alertmanager config routes to a defined receiver, and
-// amtool accepts it when installed.
+// The stack's Alertmanager config routes to a defined receiver, and the
+// module's amtool accepts it.
 func TestAlertmanagerConfig(t *testing.T) {
 	var c struct {
 		Route struct {
@@ -301,15 +369,17 @@ func TestAlertmanagerConfig(t *testing.T) {
 	if len(c.Receivers) == 0 || c.Route.Receiver != c.Receivers[0].Name {
 		t.Errorf("route receiver %q, receivers %v", c.Route.Receiver, c.Receivers)
 	}
-	amtool, err := exec.LookPath("amtool")
-	if err != nil {
-		return
+	if testing.Short() {
+		return // without building amtool
 	}
 	f := filepath.Join(t.TempDir(), "alertmanager.yml")
 	if err := os.WriteFile(f, []byte(AlertmanagerConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(amtool, "check-config", f).CombinedOutput(); err != nil {
-		t.Errorf("amtool check-config: %v\n%s", err, out)
+	out, err := promtest.Tool(t, "amtool", "check-config", f)
+	if err != nil {
+		t.Errorf("%v\n%s", err, out)
+	} else if !bytes.Contains(out, []byte("SUCCESS")) {
+		t.Errorf("amtool check-config: no SUCCESS in\n%s", out)
 	}
 }
