@@ -245,6 +245,9 @@ func New(cfg Config) (*Analyzer, error) {
 	return &Analyzer{cfg: cfg, series: map[Key]*series{}}, nil
 }
 
+// Config is the analyzer's configuration, defaults filled in.
+func (a *Analyzer) Config() Config { return a.cfg }
+
 // Append adds the next run (in commit order) to series k, creating it
 // with polarity pol on first use.
 func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
