@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ done
 // ciScripts reads docs/ci.md's two YAML blocks: the GitHub workflow's
 // run steps (but the install) with their ${{ }} expressions replaced,
 // and the GitLab job's script lines.
-func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, uploads, reports string) {
+func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, uploads, reports []string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "ci.md"))
 	if err != nil {
@@ -76,7 +77,7 @@ func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, up
 		for _, s := range job.Steps {
 			switch {
 			case s.Uses == "actions/upload-artifact@v4":
-				uploads = s.With["path"]
+				uploads = strings.Fields(s.With["path"])
 			case s.Run != "" && s.Name != "Install envelope":
 				// As GitHub runs a step: bash -e -o pipefail, one shell each.
 				fmt.Fprintf(&sb, "bash -eo pipefail <<'STEP'\n%s\nSTEP\n", subst(s.Run))
@@ -88,7 +89,7 @@ func ciScripts(t *testing.T, exprs map[string]string) (github, gitlab string, up
 		Script    []string `yaml:"script"`
 		Artifacts struct {
 			Reports struct {
-				JUnit string `yaml:"junit"`
+				JUnit []string `yaml:"junit"`
 			} `yaml:"reports"`
 		} `yaml:"artifacts"`
 	}
@@ -130,33 +131,59 @@ func TestCIExamples(t *testing.T) {
 			work := t.TempDir()
 			mustRun(t, append([]string{"baseline", "--name", "checkout", "--out", filepath.Join(work, "envelopes", "checkout.yaml")}, base...)...)
 			hist := filepath.Join(work, "history.db")
-			for _, tc := range []struct {
-				run, sha string
-				fail     bool
-			}{{"run-06", "aaa111", false}, {"run-20", "bbb222", true}} {
+			job := func(run, sha, branch string) error {
+				t.Helper()
 				summary := filepath.Join(work, "step-summary.md")
+				ref := "refs/pull/7/merge"
+				if branch == "main" {
+					ref = "refs/heads/main"
+				}
 				exprs := map[string]string{"secrets.ENVELOPE_HISTORY": hist, "github.run_id": "7", "github.run_attempt": "1",
-					"github.sha": tc.sha, "github.head_ref || github.ref_name": "feature-x"}
-				gh, gl, upload, report := ciScripts(t, exprs)
-				script, junit := gh, upload
+					"github.sha": sha, "github.head_ref || github.ref_name": branch, "github.ref": ref}
+				gh, gl, _, _ := ciScripts(t, exprs)
+				script := gh
 				if platform == "gitlab" {
-					script, junit = gl, report
+					script = gl
+				}
+				for _, f := range []string{"compare-junit.xml", "changes-junit.xml"} {
+					_ = os.Remove(filepath.Join(work, f))
 				}
 				cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
 				cmd.Dir = work
 				cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-					"K6_STUB_RUN="+fixtures.Path(t, "k6/history-v2.2.0/"+tc.run+".ndjson.gz"),
+					"K6_STUB_RUN="+fixtures.Path(t, "k6/history-v2.2.0/"+run+".ndjson.gz"),
 					"GITHUB_STEP_SUMMARY="+summary, "ENVELOPE_HISTORY="+hist,
-					"CI_PIPELINE_ID=9", "CI_COMMIT_SHA="+tc.sha, "CI_COMMIT_REF_NAME=feature-x")
+					"CI_PIPELINE_ID=9", "CI_COMMIT_SHA="+sha, "CI_COMMIT_REF_NAME="+branch, "CI_COMMIT_BRANCH="+branch, "CI_DEFAULT_BRANCH=main")
 				out, err := cmd.CombinedOutput()
-				if failed := err != nil; failed != tc.fail {
-					t.Fatalf("%s: job failed %v, want %v: %v\n%s", tc.run, failed, tc.fail, err, out)
-				}
-				checkJUnit(t, filepath.Join(work, junit), tc.fail)
 				if platform == "github" {
 					if b, err := os.ReadFile(summary); err != nil || !strings.Contains(string(b), "### Envelope checkout") {
 						t.Errorf("step summary: %v\n%s", err, b)
 					}
+				}
+				if err != nil {
+					t.Logf("%s on %s: %v\n%s", run, branch, err, out)
+				}
+				return err
+			}
+			_, _, uploads, reports := ciScripts(t, map[string]string{"secrets.ENVELOPE_HISTORY": "", "github.run_id": "", "github.run_attempt": "",
+				"github.sha": "", "github.head_ref || github.ref_name": "", "github.ref": ""})
+			junits := uploads
+			if platform == "gitlab" {
+				junits = reports
+			}
+			if !slices.Equal(junits, []string{"compare-junit.xml", "changes-junit.xml"}) {
+				t.Fatalf("%s uploads %q, want the compare and changes JUnit files", platform, junits)
+			}
+			for _, tc := range []struct {
+				run, sha string
+				fail     bool
+			}{{"run-06", "aaa111", false}, {"run-20", "bbb222", true}} {
+				if failed := job(tc.run, tc.sha, "feature-x") != nil; failed != tc.fail {
+					t.Fatalf("%s: job failed %v, want %v", tc.run, failed, tc.fail)
+				}
+				checkJUnit(t, filepath.Join(work, junits[0]), tc.fail)
+				if _, err := os.Stat(filepath.Join(work, junits[1])); err == nil {
+					t.Errorf("%s on a feature branch: a change-point report was written", tc.run)
 				}
 			}
 			list := mustRun(t, "history", "--history", hist, "list", "--branch", "feature-x", "--format", "csv")
@@ -165,7 +192,65 @@ func TestCIExamples(t *testing.T) {
 					t.Errorf("history lacks %s:\n%s", want, list)
 				}
 			}
+
+			// The main line: runs 1–14 recorded (upload ×1.2 from run 11),
+			// the envelope made from runs 11–19.
+			var main, after []string
+			for i := 1; i <= 19; i++ {
+				if i <= 14 {
+					main = append(main, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
+				}
+				if i >= 11 {
+					after = append(after, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.summary.json", i)))
+				}
+			}
+			mustRun(t, append([]string{"history", "--history", hist, "record", "--branch", "main"}, main...)...)
+			mustRun(t, append([]string{"baseline", "--name", "checkout", "--out", filepath.Join(work, "envelopes", "checkout.yaml")}, after...)...)
+			if err := job("run-15", "ddd444", "main"); err == nil {
+				t.Fatal("run 15 on main: the job passed, want it failed by the new change point")
+			}
+			checkJUnit(t, filepath.Join(work, junits[0]), false)
+			checkChangesJUnit(t, filepath.Join(work, junits[1]), "document_upload")
+			if err := job("run-16", "eee555", "main"); err != nil {
+				t.Fatalf("run 16 on main: the job failed (%v), want it passed: the change was reported before", err)
+			}
+			checkChangesJUnit(t, filepath.Join(work, junits[1]), "")
 		})
+	}
+}
+
+// checkChangesJUnit parses history changes' JUnit file: failed test
+// cases naming endpoint (a new regression change point in its series),
+// none when endpoint is "".
+func checkChangesJUnit(t *testing.T, path, endpoint string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Failures int `xml:"failures,attr"`
+		Suite    struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var failed []string
+	for _, c := range r.Suite.Cases {
+		if c.Failure != nil {
+			failed = append(failed, c.Name+": "+c.Failure.Message)
+		}
+	}
+	if len(r.Suite.Cases) < 10 || r.Failures != len(failed) || (endpoint == "") != (len(failed) == 0) ||
+		endpoint != "" && !strings.Contains(strings.Join(failed, "\n"), endpoint) {
+		t.Errorf("%s: %d cases, failures %d %q, want a failure naming %q", path, len(r.Suite.Cases), r.Failures, failed, endpoint)
 	}
 }
 

@@ -286,7 +286,8 @@ func changesSuite(rep *history.ChangesReport) cireport.Suite {
 }
 
 // previewChanges re-analyses the main line of each test runs were just
-// recorded for and prints the change points no `history changes` has
+// recorded for (from the line's stored checkpoint: only the windows the
+// new runs touch) and prints the change points no `history changes` has
 // reported yet, and the outlier runs among the line's latest: found at
 // once, reported as new by the gate (`history changes`) once.
 func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *history.Store, recs []history.Record) error {
@@ -296,7 +297,7 @@ func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *history.Sto
 			continue
 		}
 		seen[r.Test] = true
-		rep, err := analyseStore(ctx, s, history.Line{Test: r.Test, MainBranch: f.mainBranchName()}, "", nil, nil, false)
+		rep, err := s.PreviewChanges(ctx, history.Line{Test: r.Test, MainBranch: f.mainBranchName()})
 		if err != nil {
 			// The runs are recorded; only the look at them failed.
 			c.Printf("change points of %s: not analysed: %v\n", r.Test, err)

@@ -85,6 +85,52 @@ func BenchmarkAppend10000x50(b *testing.B) {
 	}
 }
 
+// What a new process pays to record one run into a 10,000-run history of
+// 50 series: restore the analyzer from its checkpoint, append the run to
+// every series, analyse, and take the next checkpoint.
+func BenchmarkRestoreAppend10000x50(b *testing.B) {
+	series := benchSeries(10000 + 4096)
+	a, err := New(Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range series {
+		for _, r := range s.Runs[:10000] {
+			if err := a.Append(s.Key, s.Polarity, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	a.Result()
+	data, err := a.Checkpoint()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(data)), "checkpoint-bytes")
+	next := 10000
+	b.ResetTimer()
+	defer reportCPU(b)()
+	for b.Loop() {
+		if next == len(series[0].Runs) {
+			b.Fatal("out of prepared runs")
+		}
+		a, err := Restore(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range series {
+			if err := a.Append(s.Key, s.Polarity, s.Runs[next]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		next++
+		a.Result()
+		if data, err = a.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // reportCPU adds the process's CPU time per operation to the benchmark's
 // figures: on a shared machine the wall time says more about the other
 // jobs than about the code.

@@ -245,13 +245,16 @@ func New(cfg Config) (*Analyzer, error) {
 	return &Analyzer{cfg: cfg, series: map[Key]*series{}}, nil
 }
 
+// Config is the analyzer's configuration, defaults filled in.
+func (a *Analyzer) Config() Config { return a.cfg }
+
 // Append adds the next run (in commit order) to series k, creating it
 // with polarity pol on first use.
 func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
 	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
 		return fmt.Errorf("%s run %d (%s): value %v: %w, want a finite number ≥ 0", k, a.Len(k)+1, r.Commit, r.Value, ErrBadValue)
 	}
-	if r.Index < 0 || r.Index > 0 && a.Len(k) > 0 && r.Index <= a.series[k].ref(a.Len(k)-1).Index {
+	if r.Index < 0 || r.Index > 0 && a.Len(k) > 0 && r.Index <= a.series[k].ref(len(a.series[k].runs)-1).Index {
 		return fmt.Errorf("%s run %d (%s): index %d: %w, want indices rising in commit order", k, a.Len(k)+1, r.Commit, r.Index, ErrBadValue)
 	}
 	if r.Count < 0 {
@@ -263,6 +266,9 @@ func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
 		}
 	}
 	s, ok := a.series[k]
+	if ok && s.off > 0 && r.Value <= 0 && !s.linear {
+		return fmt.Errorf("%s run %d (%s): a value of 0 turns the series to the linear scale, which re-derives runs before the checkpoint's tail: %w", k, a.Len(k)+1, r.Commit, ErrCheckpoint)
+	}
 	if !ok {
 		s = newSeries(k, pol, a.cfg)
 		a.series[k] = s
@@ -275,7 +281,7 @@ func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
 // Len is the number of runs of series k.
 func (a *Analyzer) Len(k Key) int {
 	if s, ok := a.series[k]; ok {
-		return len(s.runs)
+		return s.n()
 	}
 	return 0
 }

@@ -42,6 +42,9 @@ func (a *Analyzer) Drift(k Key, sinceIndex int, tolerance float64) (Drift, error
 	if !ok {
 		return Drift{}, fmt.Errorf("no series %s", k)
 	}
+	if s.off > 0 {
+		return Drift{}, fmt.Errorf("drift of %s: the runs before run %d were left out of the checkpoint: %w", k, s.off+1, ErrCheckpoint)
+	}
 	n := len(s.runs)
 	// since is the 1-based place in the series of the first run at or
 	// after sinceIndex.

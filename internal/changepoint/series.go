@@ -46,6 +46,54 @@ type series struct {
 	scratch       []float64     // reused for medians
 	windows       map[int][]int // weak change points by window start
 	dirty         int           // first run whose derived values are stale
+	// off is the number of runs before the first one kept whole (a
+	// series restored from a checkpoint): indices in the arrays above
+	// are off less than the run's place in the series, and of the runs
+	// before (negative indices) only what the merge pass and the outlier
+	// list read is kept, in frozen.
+	off    int
+	frozen map[int]frozenRun
+	// frozenWeak are the weak change points of the windows before the
+	// kept runs, which no append re-runs.
+	frozenWeak []int
+}
+
+// frozenRun is a run before a restored series' tail: its run, derived
+// values and prefix sums (at its index, before it).
+type frozenRun struct {
+	run           Run
+	y, sig2, z    float64
+	pn            int
+	pw, pwy, pwy2 float64
+}
+
+// n is the number of runs of the series.
+func (s *series) n() int { return s.off + len(s.runs) }
+
+// prefix is the prefix sums before run i (i may be a frozen run's index,
+// or -off: the series' start).
+func (s *series) prefix(i int) (n int, w, wy, wy2 float64) {
+	if i >= 0 {
+		return s.pn[i], s.pw[i], s.pwy[i], s.pwy2[i]
+	}
+	if i == -s.off {
+		return 0, 0, 0, 0
+	}
+	f, ok := s.frozen[i]
+	if !ok {
+		// Never: a checkpoint keeps every run the merge pass bounds a
+		// segment with.
+		panic(fmt.Sprintf("changepoint: %s: run %d left out of the checkpoint", s.key, i+s.off+1))
+	}
+	return f.pn, f.pw, f.pwy, f.pwy2
+}
+
+// run is run i, frozen or kept.
+func (s *series) run(i int) Run {
+	if i >= 0 {
+		return s.runs[i]
+	}
+	return s.frozen[i].run
 }
 
 func newSeries(k Key, pol Polarity, cfg Config) *series {
@@ -308,14 +356,15 @@ func median(xs []float64) float64 {
 
 // segment is the weighted mean and the counts of the kept runs in [a, b).
 func (s *series) segment(a, b int) (n int, w, mean, rss float64) {
-	n = s.pn[b] - s.pn[a]
-	w = s.pw[b] - s.pw[a]
+	na, wa, wya, wy2a := s.prefix(a)
+	nb, wb, wyb, wy2b := s.prefix(b)
+	n, w = nb-na, wb-wa
 	if n == 0 || w <= 0 {
 		return n, w, math.NaN(), 0
 	}
-	sy := s.pwy[b] - s.pwy[a]
+	sy := wyb - wya
 	mean = sy / w
-	rss = max(0, s.pwy2[b]-s.pwy2[a]-sy*mean)
+	rss = max(0, wy2b-wy2a-sy*mean)
 	return n, w, mean, rss
 }
 
@@ -342,14 +391,18 @@ func (s *series) tTest(a, c, b int) float64 {
 }
 
 // kept is the number of runs kept for testing in [a, b).
-func (s *series) kept(a, b int) int { return s.pn[b] - s.pn[a] }
+func (s *series) kept(a, b int) int {
+	na, _, _, _ := s.prefix(a)
+	nb, _, _, _ := s.prefix(b)
+	return nb - na
+}
 
 // changePoints are the series' change points after its own merge pass
 // at PValue, each with at least MinRuns kept runs on each side.
 func (s *series) changePoints() []int {
 	s.refresh()
 	n, S, W := len(s.runs), s.step(), s.cfg.Window
-	var weak []int
+	weak := slices.Clone(s.frozenWeak)
 	for start := 0; start < n; start += S {
 		cps, ok := s.windows[start]
 		if !ok {
@@ -375,7 +428,7 @@ func (s *series) merge(cps []int, pmax float64) []int {
 		bound := func(j int) int {
 			switch {
 			case j < 0:
-				return 0
+				return -s.off
 			case j >= len(cps):
 				return n
 			}
@@ -426,7 +479,7 @@ func (s *series) pAt(cps []int, cp int) float64 {
 }
 
 func (s *series) neighbours(cps []int, cp int) (a, b int) {
-	a, b = 0, len(s.runs)
+	a, b = -s.off, len(s.runs)
 	for _, x := range cps {
 		if x < cp {
 			a = x
@@ -440,10 +493,10 @@ func (s *series) neighbours(cps []int, cp int) (a, b int) {
 
 // ref places run i (0-based in the series) in the line.
 func (s *series) ref(i int) RunRef {
-	r := s.runs[i]
+	r := s.run(i)
 	idx := r.Index
 	if idx == 0 {
-		idx = i + 1
+		idx = s.off + i + 1
 	}
 	return RunRef{Index: idx, TestID: r.TestID, Commit: r.Commit}
 }
@@ -483,10 +536,22 @@ func (s *series) change(cps []int, cp int, p, q float64) Change {
 
 func (s *series) outliers(cps []int) []Outlier {
 	var out []Outlier
-	for i, z := range s.z {
-		if z == 0 {
-			continue
+	// The frozen outliers first (negative indices, in order), then the
+	// kept runs'.
+	var idx []int
+	for i, f := range s.frozen {
+		if f.z != 0 {
+			idx = append(idx, i)
 		}
+	}
+	slices.Sort(idx)
+	for i, z := range s.z {
+		if z != 0 {
+			idx = append(idx, i)
+		}
+	}
+	for _, i := range idx {
+		r, y, sig2, z := s.runPoint(i)
 		a, b := s.neighbours(cps, i)
 		if slices.Contains(cps, i) {
 			a = i
@@ -497,15 +562,25 @@ func (s *series) outliers(cps []int) []Outlier {
 		}
 		lvl := s.level(m)
 		o := Outlier{Key: s.key, Run: s.ref(i),
-			Direction: direction(s.pol, z > 0), Value: s.runs[i].Value, SegmentMean: lvl,
+			Direction: direction(s.pol, z > 0), Value: r.Value, SegmentMean: lvl,
 		}
-		if s.sig2[i] > 0 {
-			o.Sigmas = (s.y[i] - m) / math.Sqrt(s.sig2[i])
+		if sig2 > 0 {
+			o.Sigmas = (y - m) / math.Sqrt(sig2)
 		}
 		if lvl != 0 {
-			o.Change = s.runs[i].Value/lvl - 1
+			o.Change = r.Value/lvl - 1
 		}
 		out = append(out, o)
 	}
 	return out
+}
+
+// runPoint is run i with its transformed value, total variance and
+// outlier distance, frozen or kept.
+func (s *series) runPoint(i int) (r Run, y, sig2, z float64) {
+	if i < 0 {
+		f := s.frozen[i]
+		return f.run, f.y, f.sig2, f.z
+	}
+	return s.runs[i], s.y[i], s.sig2[i], s.z[i]
 }

@@ -83,11 +83,21 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 // lineFigures reads every figure of a line's runs (as Runs lists them)
 // in one query, by series, each series in the line's order.
 func (s *Store) lineFigures(ctx context.Context, l Line, runs []Run) (map[SeriesKey][]changepoint.Run, error) {
+	return s.lineFiguresWhere(ctx, l, runs, "", nil)
+}
+
+// lineFiguresWhere is lineFigures of the runs that also meet the
+// condition extra (on runs r, with its arguments).
+func (s *Store) lineFiguresWhere(ctx context.Context, l Line, runs []Run, extra string, extraArgs []any) (map[SeriesKey][]changepoint.Run, error) {
 	index := make(map[int64]int, len(runs))
 	for i, r := range runs {
 		index[r.ID] = i + 1
 	}
 	cond, args := l.where()
+	if extra != "" {
+		cond += " AND " + extra
+		args = append(args, extraArgs...)
+	}
 	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT f.run_id, f.endpoint, f.figure, f.value, f.count, f.ci_low, f.ci_high
 FROM figures f JOIN runs r ON r.id = f.run_id WHERE `+cond), args...)
 	if err != nil {

@@ -2,10 +2,15 @@ package history
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // BenchmarkChanges10000 is `history changes` over 10,000 runs of 29
@@ -36,6 +41,65 @@ func benchChanges(b *testing.B, drift bool) {
 			tol = &t
 		}
 		if _, err := an.Report(ctx, s, 1, tol, false); err != nil {
+			b.Fatal(err)
+		}
+		_ = s.Close()
+	}
+}
+
+// BenchmarkRecordAppended10000 is what `history record` does with one new
+// run of a 10,000-run history of 29 series, minus process start and
+// reading the k6 file: open the history, store the run's figures,
+// restore the line's analysis checkpoint, append the run, analyse, join
+// the stored lifecycle, store the next checkpoint, close. The history is
+// a copy of BenchmarkChanges10000's with its checkpoint stored once.
+func BenchmarkRecordAppended10000(b *testing.B) {
+	dsn := filepath.Join(b.TempDir(), "history.db")
+	src, err := os.ReadFile(bigHistory(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(dsn, src, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.PreviewChanges(ctx, Line{Test: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	_ = s.Close()
+	in, err := envelope.ReadFiles([]string{fixtures.Path(b, "k6/history-v2.2.0/run-01.ndjson.gz")}, envelope.LoadOptions(0, ""))
+	if err != nil {
+		b.Fatal(err)
+	}
+	next, err := FromInput(in[0], Meta{Test: "bench"}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(10000 * time.Hour)
+	i := 0
+	start := cpuTime()
+	defer reportCPU(b, start)
+	for b.Loop() {
+		i++
+		s, err := Open(ctx, dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := next
+		r.TestID, r.SHA256, r.Commit = fmt.Sprintf("next-%d", i), fmt.Sprintf("next-%d", i), fmt.Sprintf("n%05d", i)
+		r.CommitTime = t0.Add(time.Duration(i) * time.Hour)
+		if _, err := s.Add(ctx, []Record{r}); err != nil {
+			b.Fatal(err)
+		}
+		an, appended, err := s.AnalyzeAppended(ctx, Line{Test: "bench"}, changepoint.Config{})
+		if err != nil || !appended || len(an.Runs) != 10000+i {
+			b.Fatalf("appended %v, %v", appended, err)
+		}
+		if _, err := an.Report(ctx, s, 1, nil, false); err != nil {
 			b.Fatal(err)
 		}
 		_ = s.Close()

@@ -64,7 +64,14 @@ func (m *Model) Run(o Options, source string) (*k6.Run, error) {
 		}
 	}
 	n := len(all)
-	iters := int(math.Round(cp.IterRate * o.ThroughputFactor * secs))
+	// Iterations arrive as a Poisson stream, as Write draws them (drawn
+	// after the requests, so the requests do not depend on them).
+	iters := 0
+	if ir := cp.IterRate * o.ThroughputFactor; ir > 0 {
+		for t := rng.ExpFloat64() / ir; t < secs; t += rng.ExpFloat64() / ir {
+			iters++
+		}
+	}
 	r := &k6.Run{Source: source, Format: k6.FormatNDJSON, Mode: k6.ModeExact, Start: start, End: start.Add(o.Duration), Duration: o.Duration, Points: points,
 		Metrics: map[string]*k6.Metric{
 			"http_reqs":        {Name: "http_reqs", Parent: "http_reqs", Type: k6.Counter, Values: map[string]float64{"count": float64(n), "rate": float64(n) / secs}},

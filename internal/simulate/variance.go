@@ -69,9 +69,11 @@ func (v Variance) Draw(seed uint64, keys []string) Effect {
 
 // Step is a lasting change from run At (0-based) of a sequence on: its
 // factors multiply into every later run's, as a release that slows an
-// endpoint or a deployment that lowers throughput would.
+// endpoint or a deployment that lowers throughput would. With Until set
+// it ends before run Until: a one-off slow run (Until = At+1), or a
+// state the service enters and leaves.
 type Step struct {
-	At               int
+	At, Until        int                // Until 0: lasting
 	LatencyFactor    map[string]float64 // "*" = every endpoint
 	ThroughputFactor float64            // 0 = unchanged
 	ErrorRate        float64            // added to the runs' error rate
@@ -82,7 +84,8 @@ type Step struct {
 // base.Variance is set), with every step whose At ≤ i applied: the runs
 // a run history or a change-point test judges, or a baseline followed by
 // candidates. A step's factor for an endpoint multiplies base's and any
-// earlier step's.
+// earlier step's, so steps of ×1.01 at runs k, k+1, … are a drift of 1%
+// a run.
 func Sequence(base Options, n int, steps ...Step) []Options {
 	out := make([]Options, n)
 	for i := range out {
@@ -93,7 +96,7 @@ func Sequence(base Options, n int, steps ...Step) []Options {
 			o.LatencyFactor[k] = f
 		}
 		for _, s := range steps {
-			if s.At > i {
+			if s.At > i || s.Until > 0 && i >= s.Until {
 				continue
 			}
 			for k, f := range s.LatencyFactor {

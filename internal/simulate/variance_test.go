@@ -10,6 +10,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // realGroups loads the real runs the run-level variance is estimated
@@ -100,6 +101,17 @@ func TestSequenceSteps(t *testing.T) {
 	if base.LatencyFactor["auth_login"] != 1.1 {
 		t.Error("Sequence changed the base options")
 	}
+	// A step with an end: run 2 alone (a one-off slow run), and two
+	// lasting steps of ×1.01 compounding.
+	runs = Sequence(Options{}, 5, Step{At: 2, Until: 3, LatencyFactor: map[string]float64{"actor_get": 1.6}},
+		Step{At: 3, LatencyFactor: map[string]float64{"auth_login": 1.01}}, Step{At: 4, LatencyFactor: map[string]float64{"auth_login": 1.01}})
+	for i, o := range runs {
+		actor, login := o.LatencyFactor["actor_get"], o.LatencyFactor["auth_login"]
+		wantActor, wantLogin := map[int]float64{2: 1.6}[i], map[int]float64{3: 1.01, 4: 1.0201}[i]
+		if math.Abs(actor-wantActor) > 1e-12 || math.Abs(login-wantLogin) > 1e-12 {
+			t.Errorf("run %d: %v, want actor_get %g auth_login %g", i, o.LatencyFactor, wantActor, wantLogin)
+		}
+	}
 }
 
 // Runs drawn with RealVariance spread as the real runs do: the
@@ -136,5 +148,29 @@ func TestRunVarianceRoundTrip(t *testing.T) {
 	total := math.Hypot(RealVariance.Latency, RealVariance.Endpoint)
 	if none.Latency > 0.015 || real.Latency < 0.7*total || real.Latency > 1.3*total {
 		t.Errorf("aggregate level sd: %.4f without variance, %.4f with (model %.4f)", none.Latency, real.Latency, total)
+	}
+}
+
+// Run's iterations arrive as a Poisson stream (as Write's do): their
+// count varies from seed to seed with a variance near its mean, so a
+// history's iteration rate spreads as a real one's does.
+func TestRunIterationsPoisson(t *testing.T) {
+	m, err := Fit(demoEnvelope(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counts []float64
+	for seed := uint64(1); seed <= 60; seed++ {
+		r, err := m.Run(Options{Seed: seed, Duration: 20 * time.Second}, "it")
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, r.Metrics["iterations"].Values["count"])
+	}
+	mean, v := stats.MeanVar(counts)
+	// 59 df: the variance of a Poisson count is estimated within ±40%
+	// at about 2.3 standard errors.
+	if want := m.IterRate * 20; math.Abs(mean-want) > 4*math.Sqrt(want/60) || v < 0.6*mean || v > 1.4*mean {
+		t.Errorf("iterations: mean %.1f (rate × duration %.1f), variance %.1f", mean, want, v)
 	}
 }
