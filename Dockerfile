@@ -10,7 +10,7 @@
 #   docker run --rm -v "$PWD:/work" -w /work envelope compare --envelope envelope.yaml run.ndjson.gz
 #
 # VERSION and REVISION end up in envelope_exporter_build_info and --version.
-# TAGS chooses the exporter's build (docs/deploy.md): by default without
+# TAGS chooses the exporter's build (docs/builds.md): by default without
 # the CloudWatch collector, the smallest, for sidecars and OTLP receivers;
 # TAGS= adds CloudWatch polling (the central ECS exporter).
 

@@ -16,7 +16,11 @@ func TestMain(m *testing.M) {
 	if asEnvelope() {
 		os.Exit(runCLI(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	if exporterDir != "" {
+		_ = os.RemoveAll(exporterDir) // a temporary build: nothing is lost
+	}
+	os.Exit(code)
 }
 
 // historyBackends runs f with an SQLite file and a real PostgreSQL.

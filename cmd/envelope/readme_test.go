@@ -246,6 +246,10 @@ func readmeBaselineWarnings(t *testing.T, args []string, stderr string) {
 	}
 }
 
+// exporterDir holds the exporter binary buildExporter builds; TestMain
+// removes it.
+var exporterDir string
+
 // buildExporter builds the exporter command once per test binary, for
 // the steps that run it.
 var buildExporter = func() func(t *testing.T) string {
@@ -256,15 +260,12 @@ var buildExporter = func() func(t *testing.T) string {
 	return func(t *testing.T) string {
 		t.Helper()
 		once.Do(func() {
-			dir, derr := os.MkdirTemp("", "envelope-readme-")
-			if derr != nil {
-				err = derr
+			if exporterDir, err = os.MkdirTemp("", "envelope-test-exporter-"); err != nil {
 				return
 			}
-			bin = filepath.Join(dir, "exporter")
-			src, _ := filepath.Abs(filepath.Join(moduleRoot, "cmd", "exporter"))
+			bin = filepath.Join(exporterDir, "exporter")
 			cmd := exec.Command("go", "build", "-o", bin, ".")
-			cmd.Dir = src
+			cmd.Dir = filepath.Join(moduleRoot, "cmd", "exporter")
 			out, err = cmd.CombinedOutput()
 		})
 		if err != nil {

@@ -30,21 +30,21 @@ import (
 // Each command's flags live in locals of the function that adds it, so
 // a fresh app parses from a clean slate.
 type CLI struct {
-	Out            *Output // stdout, remembering a failed write
+	out            *output // stdout, remembering a failed write
 	Stdout, Stderr io.Writer
 	logConfig      *promslog.Config
-	interrupts     *Interrupts // nil: each command installs its own (tests)
+	interrupts     *interrupts // nil: each command installs its own (tests)
 }
 
-// Output is an invocation's stdout. It keeps the first write error, so a
+// output is an invocation's stdout. It keeps the first write error, so a
 // command whose output could not be written (a full disk, a closed pipe)
 // fails instead of exiting 0.
-type Output struct {
+type output struct {
 	w   io.Writer
 	err error
 }
 
-func (o *Output) Write(p []byte) (int, error) {
+func (o *output) Write(p []byte) (int, error) {
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -66,8 +66,8 @@ func (c *CLI) Println(a ...any)               { _, _ = fmt.Fprintln(c.Stdout, a.
 func (c *CLI) Action(run func() error) kingpin.Action {
 	return func(*kingpin.ParseContext) error {
 		err := run()
-		if err == nil && c.Out.err != nil {
-			return WithCode(CodeError, fmt.Errorf("writing output: %w", c.Out.err))
+		if err == nil && c.out.err != nil {
+			return WithCode(CodeError, fmt.Errorf("writing output: %w", c.out.err))
 		}
 		return err
 	}
@@ -89,7 +89,7 @@ func WithCode(code int, err error) error { return &exitError{code: code, err: er
 // regressed (compare); 2 anything else, from a usage error or bad input
 // to a file that cannot be written.
 const (
-	CodeOK         = 0
+	codeOK         = 0
 	CodeRegression = 1
 	CodeError      = 2
 )
@@ -107,8 +107,8 @@ func init() {
 // stderr. Help and version go to stdout (asked for, so output); errors
 // and the usage that follows a usage error go to stderr.
 func New(name, help string, stdout, stderr io.Writer) (*kingpin.Application, *CLI) {
-	out := &Output{w: stdout}
-	c := &CLI{Out: out, Stdout: out, Stderr: stderr, logConfig: &promslog.Config{Writer: stderr}, interrupts: ProcessInterrupts}
+	out := &output{w: stdout}
+	c := &CLI{out: out, Stdout: out, Stderr: stderr, logConfig: &promslog.Config{Writer: stderr}, interrupts: processInterrupts}
 	app := kingpin.New(name, help)
 	app.Version(version.Print(name))
 	app.HelpFlag.Short('h')
@@ -172,7 +172,7 @@ func Run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 	}
 	_, err := app.Parse(args)
 	if err == nil {
-		return CodeOK
+		return codeOK
 	}
 	code = CodeError
 	var ee *exitError
@@ -234,6 +234,6 @@ func Choices(help string, values ...string) string {
 // its code. The SIGINT and SIGTERM handler goes in first, before
 // anything is read (signals.go says why).
 func Main(run func(args []string, stdout, stderr io.Writer) int) {
-	ProcessInterrupts = CatchInterrupts(os.Exit)
+	processInterrupts = catchInterrupts(os.Exit)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

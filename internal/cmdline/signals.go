@@ -8,7 +8,7 @@ import (
 	"syscall"
 )
 
-// Interrupts is the process's handling of SIGINT and SIGTERM, installed
+// interrupts is the process's handling of SIGINT and SIGTERM, installed
 // first thing in main. Installed later, by each command once it had read
 // its inputs, a signal in between was lost: a shell script starts a
 // background job with SIGINT ignored until a handler is installed, so
@@ -17,22 +17,22 @@ import (
 // interrupted (serve, demo, stack, ecs record) claims the signal and
 // finds its context already ended if one came early; any other command
 // exits at once with 130, as the default action would have.
-type Interrupts struct {
+type interrupts struct {
 	ctx     context.Context
 	claimed atomic.Bool
 }
 
-// ProcessInterrupts is set by main; commands run in-process by tests
+// processInterrupts is set by main; commands run in-process by tests
 // install their own handling (SignalContext).
-var ProcessInterrupts *Interrupts
+var processInterrupts *interrupts
 
-// CatchInterrupts installs the handler; exit ends the process when no
+// catchInterrupts installs the handler; exit ends the process when no
 // command has claimed the signal.
-func CatchInterrupts(exit func(int)) *Interrupts {
+func catchInterrupts(exit func(int)) *interrupts {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &Interrupts{ctx: ctx}
+	in := &interrupts{ctx: ctx}
 	go func() {
 		<-ch
 		cancel()
