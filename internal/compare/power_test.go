@@ -245,8 +245,8 @@ type powerFloor struct {
 // powerFloors are the guarded rates (docs/compare.md).
 var powerFloors = []powerFloor{
 	{"all endpoints +15%", 3, 0.94},
-	{"actor_get +15%", 3, 0.80},
-	{"auth_login +15%", 3, 0.76},
+	{"actor_get +15%", 3, 0.82},
+	{"auth_login +15%", 3, 0.82},
 	{"auth_login +20%", 3, 0.80},
 	{"auth_register +20%", 3, 1},
 	{"1% errors", 1, 1},
