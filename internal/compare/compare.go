@@ -330,11 +330,15 @@ func (c *comparer) decide(mode familyMode) {
 // figures; within an endpoint's family weighted Holm (the median half the
 // level), or the procedure chosen.
 func (c *comparer) adjust(key string, idx []int, ps []float64) []float64 {
-	if !strings.HasPrefix(key, familyEndpoint+" ") || c.procedure == procHolm {
+	if !strings.HasPrefix(key, familyEndpoint+" ") {
 		return stats.Holm(ps)
 	}
-	if c.procedure == procSequence {
+	switch c.procedure {
+	case procHolm:
+		return stats.Holm(ps)
+	case procSequence:
 		return stats.FixedSequence(ps)
+	case procWeighted:
 	}
 	mw := c.medianWeight
 	if mw == 0 {
