@@ -16,7 +16,7 @@ import (
 )
 
 // rulesFor writes the generated rules of env into a temp folder.
-func rulesFor(t *testing.T, env *envelope.Envelope) []string {
+func rulesFor(t testing.TB, env *envelope.Envelope) []string {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := rules.WriteDir(dir, env, rules.DefaultOptions(), rules.FormatPrometheus); err != nil {
@@ -212,7 +212,7 @@ func TestSimulatedBaselineSeeds(t *testing.T) {
 	files := rulesFor(t, env)
 	dir := t.TempDir()
 	for seed := uint64(101); seed <= 110; seed++ {
-		path := filepath.Join(dir, "run.ndjson.gz")
+		path := filepath.Join(dir, "run.ndjson")
 		if err := simulate.WriteFile(path, env, simulate.Options{Seed: seed, Duration: runLength}); err != nil {
 			t.Fatal(err)
 		}

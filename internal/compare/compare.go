@@ -58,6 +58,11 @@ type Options struct {
 	// that the power measurement can show why the defaults were chosen.
 	rule     decisionRule
 	families familyMode
+	// procedure is how an endpoint family's p-values are adjusted;
+	// medianWeight the median's weight under procWeighted (the tails
+	// share the rest).
+	procedure    endpointProcedure
+	medianWeight float64
 	// satterthwaite keeps the run-level interval's Satterthwaite degrees
 	// of freedom, which count the candidates' known sampling variance as
 	// exact, instead of the runs' own n_base + n_cand − 2.
@@ -95,6 +100,29 @@ const (
 	familiesAll
 )
 
+// endpointProcedure is the multiplicity procedure within one endpoint's
+// family of median, p95 and p99.
+type endpointProcedure int
+
+const (
+	// procWeighted: weighted Holm, the median a larger share of the
+	// level than each tail (medianWeight, default defaultMedianWeight).
+	procWeighted endpointProcedure = iota
+	// procHolm: Holm's step-down method, equal weights.
+	procHolm
+	// procSequence: median, then p95, then p99, each at the full level
+	// while every earlier one is rejected.
+	procSequence
+)
+
+// defaultMedianWeight is the median's share of the level within an
+// endpoint's family; p95 and p99 share the rest. The median moves most
+// reliably with a slower release, so it is tested at half the level
+// rather than a third; a tail that moves alone is still tested at a
+// quarter, and at half once the median is rejected. Chosen by measured
+// error rates (docs/compare.md).
+const defaultMedianWeight = 0.5
+
 // Families of figures that share one Holm correction.
 const (
 	FamilyHeadline = "headline"
@@ -120,7 +148,7 @@ type Figure struct {
 	MDCPct        float64 `json:"mdc_pct"`
 	TolerancePct  float64 `json:"tolerance_pct"`
 	P             float64 `json:"p"`      // one-sided p of a change in the bad direction
-	PHolm         float64 `json:"p_holm"` // Holm-adjusted within the figure's family
+	PHolm         float64 `json:"p_holm"` // adjusted within the family (Holm; weighted Holm within an endpoint)
 	// Family is the set of figures P is corrected within: "headline"
 	// (the aggregate figures) or "endpoint <key>" (one endpoint's).
 	Family  string  `json:"family"`
@@ -217,7 +245,7 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
 	}
 
-	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite}
+	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite, procedure: opts.procedure, medianWeight: opts.medianWeight}
 	c.loadSamples()
 	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
 	c.throughputFigure()
@@ -273,12 +301,12 @@ func (c *comparer) decide(mode familyMode) {
 		groups[key] = append(groups[key], i)
 	}
 	alpha := (1 - c.tol.Confidence) / 2 // one-sided, matching the two-sided interval
-	for _, idx := range groups {
+	for key, idx := range groups {
 		ps := make([]float64, len(idx))
 		for j, i := range idx {
 			ps[j] = res.Figures[i].P
 		}
-		adj := stats.Holm(ps)
+		adj := c.adjust(key, idx, ps)
 		for j, i := range idx {
 			f := &res.Figures[i]
 			f.PHolm = adj[j]
@@ -296,6 +324,34 @@ func (c *comparer) decide(mode familyMode) {
 			}
 		}
 	}
+}
+
+// adjust corrects one family's p-values: Holm's method for the headline
+// figures; within an endpoint's family weighted Holm (the median half the
+// level), or the procedure chosen.
+func (c *comparer) adjust(key string, idx []int, ps []float64) []float64 {
+	if !strings.HasPrefix(key, familyEndpoint+" ") {
+		return stats.Holm(ps)
+	}
+	switch c.procedure {
+	case procHolm:
+		return stats.Holm(ps)
+	case procSequence:
+		return stats.FixedSequence(ps)
+	case procWeighted:
+	}
+	mw := c.medianWeight
+	if mw == 0 {
+		mw = defaultMedianWeight
+	}
+	w := make([]float64, len(idx))
+	for j, i := range idx {
+		w[j] = (1 - mw) / 2
+		if c.res.Figures[i].Name == "median" {
+			w[j] = mw
+		}
+	}
+	return stats.WeightedHolm(ps, w)
 }
 
 func countTested(ps []float64) int {
@@ -316,12 +372,14 @@ func joinNote(a, b string) string {
 }
 
 type comparer struct {
-	env    *envelope.Envelope
-	runs   []*k6.Run
-	tol    envelope.Tolerance
-	method string
-	seed   uint64
-	rule   decisionRule
+	env          *envelope.Envelope
+	runs         []*k6.Run
+	tol          envelope.Tolerance
+	method       string
+	seed         uint64
+	rule         decisionRule
+	procedure    endpointProcedure
+	medianWeight float64
 	// satterthwaite: see Options.
 	satterthwaite bool
 	res           *Result

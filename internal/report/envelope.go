@@ -211,7 +211,8 @@ type envView struct {
 	MDCCell        string
 	MDCSentence    string
 	MDCList        string
-	Outliers       int // runs whose maximum lies above the p99 band
+	RunsPlan       string // "### Runs a tight envelope needs" and its table, or ""
+	Outliers       int    // runs whose maximum lies above the p99 band
 	FailedRuns     int
 	Endpoints      []envEndpointView
 	Above, Below   []string // endpoints whose p95 band lies above / not above the aggregate's
@@ -251,6 +252,7 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	v.MaxSeconds = envBandInSeconds(env.Latency.Max)
 	v.MDCSentence = compareMDCSentence(env)
 	v.MDCList = compareMDCList(env)
+	v.RunsPlan = runsPlanSection(env)
 	for _, r := range env.Runs {
 		if r.Failed > 0 {
 			v.FailedRuns++

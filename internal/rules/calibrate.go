@@ -78,6 +78,23 @@ type ThroughputBound struct {
 	// Separation how many of its window σ it sits below the floor.
 	Dropped    float64
 	Separation float64
+	// Steps are the windows the throughput alert reads as the run goes
+	// on, each with its own floor, the longest one the run has filled
+	// taken at each evaluation: every window of throughputWindows up to
+	// the latency window whose floor lies above the dropped run, and
+	// Window. The window grows from the start of the run: a drop can
+	// start the alert's `for` on a shorter window before Window is
+	// full, and a longer one keeps it below the floor by a wider margin
+	// after.
+	Steps []ThroughputStep
+}
+
+// ThroughputStep is one window of the growing throughput window.
+type ThroughputStep struct {
+	Window     time.Duration
+	WindowStr  string
+	Floor      float64 // req/s
+	Separation float64 // of the dropped run, in its window σ
 }
 
 // throughputWindows are the rate windows the calibrator tries for the
@@ -258,6 +275,26 @@ func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) err
 	}
 	if c.VUs > 0 {
 		t.FloorPerVU = round4(t.Floor / float64(c.VUs))
+	}
+	// The growing window's steps: every window up to the latency window
+	// whose floor lies above the dropped run at all (a shorter one can
+	// only start the alert's `for` sooner), and W itself.
+	for _, tw := range throughputWindows {
+		if tw > c.Window {
+			break
+		}
+		if tw == t.Window {
+			t.Steps = append(t.Steps, ThroughputStep{Window: t.Window, WindowStr: t.WindowStr, Floor: t.Floor, Separation: t.Separation})
+			continue
+		}
+		_, _, f := throughputFloor(tp, t.Drop, c.Z, tw.Seconds())
+		if sep := separation(f, t.Dropped, tp.CV, tw.Seconds()); f > 0 && sep > 0 {
+			t.Steps = append(t.Steps, ThroughputStep{Window: tw, WindowStr: model.Duration(tw).String(), Floor: f, Separation: round4(sep)})
+		}
+	}
+	if len(t.Steps) == 0 || t.Steps[len(t.Steps)-1].Window < t.Window {
+		// W is the latency window, not one of throughputWindows.
+		t.Steps = append(t.Steps, ThroughputStep{Window: t.Window, WindowStr: t.WindowStr, Floor: t.Floor, Separation: t.Separation})
 	}
 	c.Throughput = t
 	return nil

@@ -82,6 +82,49 @@ func fullWindow(s scope, w string) string {
 	return s.sum(fmt.Sprintf("%s%s offset %s", reqs, s.sel(), w))
 }
 
+// growingThroughput is the throughput alert's condition over a window
+// that grows with the run: at each evaluation the longest of the steps'
+// windows the test has filled, below that window's floor, and VUs
+// active. One branch holds at a time (each is cut off once the next
+// window is full), so each evaluation is one test at the false-alarm
+// budget, as with one window.
+func growingThroughput(s scope, steps []ThroughputStep) string {
+	var br []string
+	for i, st := range steps {
+		b := fmt.Sprintf("%s < %s and %s %s", s.sum(fmt.Sprintf("rate(%s%s[%s])", reqs, s.sel(), st.WindowStr)), fmtFloat(st.Floor), s.on(), fullWindow(s, st.WindowStr))
+		if i+1 < len(steps) {
+			b += fmt.Sprintf(" unless %s %s", s.on(), fullWindow(s, steps[i+1].WindowStr))
+		}
+		br = append(br, b)
+	}
+	cond := br[0]
+	if len(br) > 1 {
+		cond = "(" + strings.Join(br, " or ") + ")"
+	}
+	return fmt.Sprintf("%s and %s %s", cond, s.on(), running(s))
+}
+
+// stepList is "4m, 5m": the growing window's steps.
+func stepList(steps []ThroughputStep) string {
+	var w []string
+	for _, st := range steps {
+		w = append(w, st.WindowStr)
+	}
+	return strings.Join(w, ", ")
+}
+
+// stepFloors is "51.7 (4m), 51.84 (5m)", or the one floor.
+func stepFloors(steps []ThroughputStep) string {
+	if len(steps) == 1 {
+		return fmtFloat(steps[0].Floor)
+	}
+	var f []string
+	for _, st := range steps {
+		f = append(f, fmt.Sprintf("%s (%s)", fmtFloat(st.Floor), st.WindowStr))
+	}
+	return strings.Join(f, ", ")
+}
+
 // running is true while the test has active VUs.
 func running(s scope) string { return s.sum(vus+s.vuSel()) + " > 0" }
 
@@ -167,17 +210,17 @@ func throughputAlerts(s scope, c *Calibration, o Options) []Rule {
 	tw := t.WindowStr
 	z := fmtFloat(round4(c.Z))
 	var rs []Rule
-	// The throughput alert reads its own, shorter window (calibrate.go):
-	// a 6-minute run must show a 2×tolerance drop within window + for.
+	// The throughput alert reads its own window, growing with the run
+	// (calibrate.go): a 6-minute run must show a 2×tolerance drop within
+	// window + for.
 	rs = append(rs, Rule{
-		Alert: AlertThroughputLow,
-		Expr: fmt.Sprintf("%s < %s and %s %s and %s %s",
-			s.sum(fmt.Sprintf("rate(%s%s[%s])", reqs, s.sel(), tw)), fmtFloat(t.Floor), s.on(), fullWindow(s, tw), s.on(), running(s)),
+		Alert:  AlertThroughputLow,
+		Expr:   growingThroughput(s, t.Steps),
 		For:    "1m",
 		Labels: map[string]string{"severity": "warning"},
 		Annotations: ann(o, AlertThroughputLow, "Throughput of the k6 test is below the envelope band.",
-			fmt.Sprintf("Test {{ $labels.testid }} made {{ $value | humanize }} req/s over the last %s. The envelope's throughput band is %s–%s req/s (mean %s, run-to-run CV %s); the calibrated floor is %s req/s: band min −%s tolerance, minus z=%s × %s relative noise (%s window).",
-				tw, fmtFloat(round4(t.Min)), fmtFloat(round4(t.Max)), fmtFloat(round4(t.Mean)), pct(t.EnvCV), fmtFloat(t.Floor), pct(t.Drop), z, pct(t.SigmaRel), tw)),
+			fmt.Sprintf("Test {{ $labels.testid }} made {{ $value | humanize }} req/s over the longest of %s the run has filled. The envelope's throughput band is %s–%s req/s (mean %s, run-to-run CV %s); the calibrated floor is %s req/s: band min −%s tolerance, minus z=%s × the window's relative noise (%s at %s).",
+				stepList(t.Steps), fmtFloat(round4(t.Min)), fmtFloat(round4(t.Max)), fmtFloat(round4(t.Mean)), pct(t.EnvCV), stepFloors(t.Steps), pct(t.Drop), z, pct(t.SigmaRel), tw)),
 	})
 
 	cv := c.CV

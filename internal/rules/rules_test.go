@@ -348,7 +348,51 @@ func TestThroughputWindow(t *testing.T) {
 			if !found {
 				t.Errorf("%s does not read %q", AlertThroughputLow, want)
 			}
+			checkSteps(t, c, rf)
 		})
+	}
+}
+
+// checkSteps: the growing window's steps run shortest first up to the
+// tolerance window, hold W with its floor, each shorter one with a floor
+// above the dropped run and lower than the next (more counting noise);
+// the alert reads each step's window against its floor, and cuts each
+// branch off once the next window is full.
+func checkSteps(t *testing.T, c *Calibration, rf *RuleFile) {
+	t.Helper()
+	tp := c.Throughput
+	hasW := false
+	for i, st := range tp.Steps {
+		if st.Window > c.Window {
+			t.Errorf("step %v beyond the tolerance window %v", st.Window, c.Window)
+		}
+		if st.Window == tp.Window {
+			hasW = st.Floor == tp.Floor
+		} else if st.Separation <= 0 || st.Window > tp.Window && st.Floor < tp.Floor {
+			t.Errorf("step %+v (W %v, floor %g)", st, tp.Window, tp.Floor)
+		}
+		if i > 0 && (st.Window <= tp.Steps[i-1].Window || st.Floor < tp.Steps[i-1].Floor) {
+			t.Errorf("steps out of order: %+v after %+v", st, tp.Steps[i-1])
+		}
+	}
+	if !hasW {
+		t.Errorf("steps %+v lack W = %v at floor %g", tp.Steps, tp.Window, tp.Floor)
+	}
+	var expr string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == AlertThroughputLow {
+				expr = r.Expr
+			}
+		}
+	}
+	for i, st := range tp.Steps {
+		if !strings.Contains(expr, "rate(k6_http_reqs_total["+st.WindowStr+"])) < "+fmtFloat(st.Floor)) {
+			t.Errorf("%s does not read the %s window against %g", AlertThroughputLow, st.WindowStr, st.Floor)
+		}
+		if i+1 < len(tp.Steps) && !strings.Contains(expr, "unless on") {
+			t.Errorf("%s: the %s branch is not cut off", AlertThroughputLow, st.WindowStr)
+		}
 	}
 }
 

@@ -566,6 +566,8 @@ type sink struct {
 	w      *bufio.Writer
 	testid string
 	err    error
+	// quoted are the JSON strings already written (see quote).
+	quoted map[string]string
 }
 
 // point writes one Point line; nil tags means only testid (gauges),
@@ -573,7 +575,7 @@ type sink struct {
 func (s *sink) point(metric string, ts time.Time, v float64, tags [][2]string) {
 	var b strings.Builder
 	b.WriteString(`{"metric":`)
-	b.WriteString(jsonString(metric))
+	b.WriteString(s.quote(metric))
 	b.WriteString(`,"type":"Point","data":{"time":"`)
 	b.WriteString(ts.Format(time.RFC3339Nano))
 	b.WriteString(`","value":`)
@@ -589,9 +591,9 @@ func (s *sink) point(metric string, ts time.Time, v float64, tags [][2]string) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(jsonString(kv[0]))
+		b.WriteString(s.quote(kv[0]))
 		b.WriteByte(':')
-		b.WriteString(jsonString(kv[1]))
+		b.WriteString(s.quote(kv[1]))
 	}
 	b.WriteString("}}}\n")
 	if _, err := s.w.WriteString(b.String()); err != nil && s.err == nil {
@@ -631,6 +633,21 @@ func (m *Model) WriteFile(path string, o Options) error {
 		err = cerr
 	}
 	return err
+}
+
+// quote is jsonString, remembered: a run repeats the same few metric
+// names and tags in every point. The set is the model's own (its
+// endpoints, tags and metrics), so it stays small.
+func (s *sink) quote(v string) string {
+	q, ok := s.quoted[v]
+	if !ok {
+		if s.quoted == nil {
+			s.quoted = map[string]string{}
+		}
+		q = jsonString(v)
+		s.quoted[v] = q
+	}
+	return q
 }
 
 func jsonString(s string) string {

@@ -1,0 +1,61 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/envelope-dev/envelope/internal/compare"
+	"github.com/envelope-dev/envelope/internal/envelope"
+)
+
+// planCandRuns is the number of later runs the runs plan assumes: the
+// usual comparison of a release.
+const planCandRuns = 3
+
+// runsPlanSection says how many runs a tight envelope needs: for the
+// aggregate median, p95 and p99, the run-to-run spread the runs showed,
+// how the baseline level's interval and compare's minimum detectable
+// change shrink with more baseline runs, and the fewest runs whose MDC
+// is within the latency tolerance. "" with fewer than 2 runs or no
+// latency.
+func runsPlanSection(env *envelope.Envelope) string {
+	if env.Latency.P95.N == 0 && env.Latency.Median.N == 0 {
+		return ""
+	}
+	plans := compare.LatencyPlans(env, planCandRuns)
+	if len(plans) == 0 {
+		return ""
+	}
+	conf := envPct(env.Tolerance.Confidence, 0)
+	var b strings.Builder
+	p0 := plans[0]
+	sizes := make([]string, len(compare.PlanRuns))
+	for i, n := range compare.PlanRuns {
+		sizes[i] = fmt.Sprint(n)
+	}
+	ns := strings.Join(sizes, " / ")
+	fmt.Fprintf(&b, "### Runs a tight envelope needs\n\n")
+	fmt.Fprintf(&b, "How closely baseline runs pin each figure's level, from the spread these %s showed (the standard deviation of a run's log value): the %s interval of the baseline's level, and the smallest change `compare` detects with %d later runs (%s confidence, 80%% power), for baselines of %s runs. The band (min–max) does not narrow with more runs, it widens as more runs sample the spread; the level and what a comparison can tell apart tighten as 1/√n.\n\n",
+		envCount(p0.Runs)+" runs", conf, p0.CandRuns, conf, ns)
+	fmt.Fprintf(&b, "| Figure | Run-to-run SD | Beyond sampling | Level ± (%s runs) | MDC (%s runs) | Runs for MDC ≤ %s |\n", ns, ns, envPct(p0.Tolerance, 0))
+	b.WriteString("| :-- | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, p := range plans {
+		var half, mdc []string
+		for _, r := range p.Rows {
+			half = append(half, "±"+envPct(r.LevelHalfWidth, 1))
+			mdc = append(mdc, envPct(r.MDC, 1))
+		}
+		beyond := "n/a"
+		if !math.IsNaN(p.RunLevelSD) {
+			beyond = envPct(p.RunLevelSD, 1)
+		}
+		need := fmt.Sprintf("more than %d", compare.PlanMaxRuns)
+		if p.Needed > 0 {
+			need = fmt.Sprint(p.Needed)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.Figure, envPct(p.SD, 1), beyond, strings.Join(half, " / "), strings.Join(mdc, " / "), need)
+	}
+	fmt.Fprintf(&b, "\n\"Beyond sampling\" is the run-level part of the spread (the runs' variance less their own sampling variance, from the intervals the envelope keeps for runs read from point files; n/a for summary files). The spread is itself estimated from %d runs, so the projection is rough with few.\n\n", p0.Runs)
+	return b.String()
+}
