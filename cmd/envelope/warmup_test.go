@@ -16,11 +16,11 @@ import (
 
 // Six-minute baseline-mix runs (3 min warm-up, 3 min load).
 var (
-	sixMinA        = filepath.Join("..", "..", "internal", "exporter", "testdata", "baseline-a.ndjson.gz")
-	sixMinB        = filepath.Join("testdata", "baseline-b.ndjson.gz")
-	sixMinC        = filepath.Join("..", "..", "internal", "backtest", "testdata", "baseline-c.ndjson.gz")
+	sixMinA        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.ndjson.gz")
+	sixMinB        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-b.ndjson.gz")
+	sixMinC        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-c.ndjson.gz")
 	sixMinRegresed = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "regressed-auth-errors.ndjson.gz")
-	sixMinOptions  = filepath.Join("testdata", "baseline-mix-6m.k6-inspect.json")
+	sixMinOptions  = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "script-6m.k6-inspect.json")
 )
 
 // sixMinEnvelope is the envelope of runs a, b and c with the first 3

@@ -68,7 +68,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 		args []string
 		otlp bool
 	}{
-		{"replay", []string{"--k6.results", filepath.Join("..", "..", "internal", "exporter", "testdata", "baseline-a.ndjson.gz")}, false},
+		{"replay", []string{"--k6.results", filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.ndjson.gz")}, false},
 		{"follow", []string{"--k6.json", followed}, false},
 		{"otlp", nil, true},
 	} {

@@ -75,7 +75,7 @@ func TestRealRuns(t *testing.T) {
 	files := rulesFor(t, env)
 	ctx := context.Background()
 
-	base, err := File(ctx, env, files, "testdata/baseline-c.ndjson.gz", Options{})
+	base, err := File(ctx, env, files, fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.ndjson.gz"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

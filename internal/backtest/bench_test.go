@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // BenchmarkRealRun backtests one real 6-minute k6 run (about 280 000
@@ -20,7 +21,7 @@ func BenchmarkRealRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := File(context.Background(), env, files, "testdata/baseline-c.ndjson.gz", Options{}); err != nil {
+		if _, err := File(context.Background(), env, files, fixtures.Path(b, "k6/baseline-mix-v2.2.0/baseline-c.ndjson.gz"), Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

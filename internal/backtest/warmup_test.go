@@ -29,8 +29,8 @@ func TestSkipWarmup(t *testing.T) {
 		min, max float64 // seconds of points replayed
 		fire     string
 	}{
-		{"testdata/baseline-c.ndjson.gz", 0, 350, 375, ""},
-		{"testdata/baseline-c.ndjson.gz", 3 * time.Minute, 170, 195, ""},
+		{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.ndjson.gz"), 0, 350, 375, ""},
+		{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.ndjson.gz"), 3 * time.Minute, 170, 195, ""},
 		{fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz"), 3 * time.Minute, 170, 195, "K6EnvelopeRequestsFailing"},
 	} {
 		r, err := File(ctx, env, files, tc.file, Options{SkipWarmup: tc.skip})
@@ -47,7 +47,7 @@ func TestSkipWarmup(t *testing.T) {
 			t.Errorf("%s skip %s: %s did not fire; fired %v", tc.file, tc.skip, tc.fire, names(r))
 		}
 	}
-	if _, err := File(ctx, env, files, "testdata/baseline-c.ndjson.gz", Options{SkipWarmup: time.Hour}); err == nil {
+	if _, err := File(ctx, env, files, fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.ndjson.gz"), Options{SkipWarmup: time.Hour}); err == nil {
 		t.Error("skipping more than the run: no error")
 	}
 }

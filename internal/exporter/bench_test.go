@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -27,7 +28,7 @@ var (
 
 func loadBenchLines(b *testing.B) [][]byte {
 	benchLinesOnce.Do(func() {
-		f, err := os.Open("testdata/baseline-a.ndjson.gz")
+		f, err := os.Open(fixtures.Path(b, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz"))
 		if err != nil {
 			b.Fatal(err)
 		}

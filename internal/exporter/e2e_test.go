@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/promtest"
 )
@@ -108,7 +109,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus")
 	}
-	const fixture = "testdata/baseline-a.ndjson.gz"
+	fixture := fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz")
 	requests, durs := exactFigures(t, fixture)
 	p95, p99 := k6Percentile(durs, 0.95), k6Percentile(durs, 0.99)
 	// An envelope whose p95 band ends at a value inside the data, so the

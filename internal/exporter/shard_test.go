@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // totals sums a gatherer's families over all label sets: counter values,
@@ -65,7 +67,7 @@ func sumAll(t *testing.T, s *Server) totals {
 // whole run exposes: counters, histogram counts, classic and native
 // buckets. This is what makes `sum` across instances and exporters right.
 func TestShardedSumsMatch(t *testing.T) {
-	f, err := os.Open("testdata/baseline-a.ndjson.gz")
+	f, err := os.Open(fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
