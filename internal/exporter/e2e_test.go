@@ -79,10 +79,7 @@ func k6Percentile(sorted []float64, p float64) float64 {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenLoopback(t)
 	defer l.Close() //nolint:errcheck // test cleanup
 	return l.Addr().(*net.TCPAddr).Port
 }

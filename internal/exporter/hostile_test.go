@@ -569,15 +569,9 @@ func TestHostileExpiryAndDelete(t *testing.T) {
 		t.Errorf("DELETE of the replayed run through the handler: %d", code)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(ctx, l) }() // a server that fails to start fails the requests below
+	base := serveLoopback(t, s).URL
 	del := func(id, user string) int {
-		req, _ := http.NewRequest(http.MethodDelete, "http://"+l.Addr().String()+"/api/v1/runs/"+id, nil)
+		req, _ := http.NewRequest(http.MethodDelete, base+"/api/v1/runs/"+id, nil)
 		if user != "" {
 			req.SetBasicAuth(user, "secret")
 		}
@@ -619,14 +613,10 @@ func TestHostileGRPC(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := hostileServer(t, Config{WebConfigFile: webCfg})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := serveLoopback(t, s, grpcReceiver).Addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the exports below
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -654,10 +644,7 @@ func TestHostileGRPC(t *testing.T) {
 	}
 
 	// A receiver whose listener fails.
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := listenLoopback(t)
 	if err := dead.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -720,19 +707,15 @@ func TestHostileGRPCTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := hostileServer(t, Config{WebConfigFile: webCfg})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := serveLoopback(t, s, grpcReceiver).Addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the dials below
 	req := exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(3, 1)))
 	auth := metadata.AppendToOutgoingContext(ctx, "authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("k6:secret")))
 	cctx, ccancel := context.WithTimeout(auth, 10*time.Second)
 	defer ccancel()
 
-	tlsConn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
+	tlsConn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +723,7 @@ func TestHostileGRPCTLS(t *testing.T) {
 	if _, err := colmetricpb.NewMetricsServiceClient(tlsConn).Export(cctx, req); err != nil {
 		t.Errorf("TLS export with credentials: %v", err)
 	}
-	plain, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	plain, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,8 +740,7 @@ func TestHostileGRPCTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := hostileServer(t, Config{WebConfigFile: webCfg})
-	l2, _ := net.Listen("tcp", "127.0.0.1:0")
-	if err := s2.ServeGRPC(ctx, l2); err == nil || !strings.Contains(err.Error(), "TLS") {
+	if err := s2.ServeGRPC(ctx, listenLoopback(t)); err == nil || !strings.Contains(err.Error(), "TLS") {
 		t.Errorf("ServeGRPC with a broken TLS config: %v, want an error naming TLS", err)
 	}
 }

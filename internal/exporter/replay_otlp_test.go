@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -90,20 +89,11 @@ func postCapture(t *testing.T, s *Server, bodies [][]byte, order []int) {
 // client.
 func exportCapture(t *testing.T, s *Server, bodies [][]byte, order []int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sv := serveLoopback(t, s, grpcReceiver)
+	defer sv.stop() // its error fails the test at cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	done := make(chan error, 1)
-	go func() { done <- s.ServeGRPC(ctx, l) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("gRPC receiver: %v", err)
-		}
-	}()
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	defer cancel()
+	conn, err := grpc.NewClient(sv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

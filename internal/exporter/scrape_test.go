@@ -3,7 +3,6 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -242,20 +241,8 @@ func TestHeaderAndConnectionBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, s.limit(l)) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	base := "http://" + l.Addr().String()
+	sv := serveLoopback(t, s, connLimit)
+	base := sv.URL
 
 	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
 	req.Header.Set("X-Flood", strings.Repeat("a", 2*defaultMaxHeaderBytes))
@@ -271,7 +258,7 @@ func TestHeaderAndConnectionBounds(t *testing.T) {
 	// Two connections that stall in their headers fill the listener.
 	var stalled []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", l.Addr().String())
+		c, err := net.Dial("tcp", sv.Addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,16 +298,10 @@ func TestShutdownGrace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- s.Serve(ctx, l) }()
+			sv := serveLoopback(t, s)
 			// A push whose body arrives slowly.
 			pr, pw := io.Pipe()
-			req, _ := http.NewRequest(http.MethodPost, "http://"+l.Addr().String()+"/v1/metrics", pr)
+			req, _ := http.NewRequest(http.MethodPost, sv.URL+"/v1/metrics", pr)
 			req.Header.Set("Content-Type", "application/x-protobuf")
 			respc := make(chan int, 1)
 			go func() {
@@ -335,7 +316,7 @@ func TestShutdownGrace(t *testing.T) {
 			for s.httpBusy.Load() == nil || s.httpBusy.Load().n.Load() == 0 {
 				time.Sleep(time.Millisecond) // until the push reaches its handler
 			}
-			cancel()
+			sv.cancel()
 			for !strings.Contains(logs.String(), "Shutting down") {
 				time.Sleep(time.Millisecond)
 			}
@@ -343,9 +324,9 @@ func TestShutdownGrace(t *testing.T) {
 				_ = pw.Close() // an empty body: a valid, empty export
 			}
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve returned %v, want nil", err)
+			case <-sv.done:
+				if sv.err != nil {
+					t.Errorf("Serve returned %v, want nil", sv.err)
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatal("Serve did not return")

@@ -242,14 +242,8 @@ func TestWebConfigBasicAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, l) }()
-	url := "http://" + l.Addr().String() + "/metrics"
+	sv := serveLoopback(t, s)
+	url := sv.URL + "/metrics"
 	for _, c := range []struct {
 		user, pass string
 		want       int
@@ -267,8 +261,8 @@ func TestWebConfigBasicAuth(t *testing.T) {
 			t.Errorf("user %q: status %d, want %d", c.user, resp.StatusCode, c.want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	sv.stop()
+	if sv.err != nil {
+		t.Fatal(sv.err)
 	}
 }

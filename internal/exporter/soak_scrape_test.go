@@ -14,7 +14,6 @@ package exporter
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,7 +79,7 @@ func fillHistograms(s *Server, series, samples int) error {
 // runScrapeAttack fills a default exporter, opens the header flood,
 // then runs the scrapers, as Prometheus scrapes (protobuf with native
 // histograms, gzip).
-func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
+func runScrapeAttack(tb testing.TB, a scrapeAttack) (scrapeResult, error) {
 	var res scrapeResult
 	SetMemoryLimit(DefaultMemoryLimit) // as serve does by default
 	s, err := New(DefaultConfig())
@@ -90,15 +89,9 @@ func runScrapeAttack(a scrapeAttack) (scrapeResult, error) {
 	if err := fillHistograms(s, a.Series, a.Samples); err != nil {
 		return res, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return res, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Serve(ctx, s.limit(l)); close(done) }()
-	defer func() { cancel(); <-done }()
-	addr := l.Addr().String()
+	sv := serveLoopback(tb, s, connLimit)
+	defer sv.stop()
+	addr := sv.Addr
 	if err := pushDeltaHists(addr, a.DeltaHists, a.DeltaBounds); err != nil {
 		return res, err
 	}
@@ -250,7 +243,7 @@ func BenchmarkSoakScrapers(b *testing.B) {
 }
 
 func reportScrapeAttack(b *testing.B, a scrapeAttack) {
-	r, err := runScrapeAttack(a)
+	r, err := runScrapeAttack(b, a)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -278,7 +271,7 @@ func TestSoakScrapersBounded(t *testing.T) {
 		if err := json.Unmarshal([]byte(a), &at); err != nil {
 			t.Fatal(err)
 		}
-		r, err := runScrapeAttack(at)
+		r, err := runScrapeAttack(t, at)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,14 +15,12 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -85,26 +83,15 @@ func startSoak(b testing.TB) (*soakTarget, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.Serve(ctx, l); close(done) }() // stops with ctx; a failed start fails the first request
-	return &soakTarget{s: s, base: "http://" + l.Addr().String()}, func() { cancel(); <-done }
+	sv := serveLoopback(b, s)
+	return &soakTarget{s: s, base: sv.URL}, sv.stop
 }
 
-// serveGRPC starts the exporter's OTLP/gRPC receiver on loopback; cancel
+// serveGRPC starts the exporter's OTLP/gRPC receiver on loopback; stop
 // stops it.
-func (st *soakTarget) serveGRPC(b testing.TB) (addr string, cancel func()) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = st.s.ServeGRPC(ctx, l) }() // a receiver that fails to start fails the calls
-	return l.Addr().String(), cancel
+func (st *soakTarget) serveGRPC(b testing.TB) (addr string, stop func()) {
+	sv := serveLoopback(b, st.s, grpcReceiver)
+	return sv.Addr, sv.stop
 }
 
 func (st *soakTarget) post(b *testing.B, body []byte, gz bool) int {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -91,28 +90,9 @@ func TestCredentialsRotate(t *testing.T) {
 	webCfg := filepath.Join(dir, "web.yml")
 	writeWebConfig(t, webCfg, dirA, "old")
 	s := hostileServer(t, Config{WebConfigFile: webCfg})
-	hl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	hl, gl := serveLoopback(t, s), serveLoopback(t, s, grpcReceiver)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	httpDone, grpcDone := make(chan error, 1), make(chan error, 1)
-	go func() { httpDone <- s.Serve(ctx, hl) }()
-	go func() { grpcDone <- s.ServeGRPC(ctx, gl) }()
-	defer func() {
-		cancel()
-		if err := <-httpDone; err != nil {
-			t.Errorf("HTTP: %v", err)
-		}
-		if err := <-grpcDone; err != nil {
-			t.Errorf("gRPC: %v", err)
-		}
-	}()
 	tlsConf := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 
 	// httpStatus makes a request on a new connection; it returns the
@@ -127,7 +107,7 @@ func TestCredentialsRotate(t *testing.T) {
 		} else {
 			body = bytes.NewReader(nil)
 		}
-		req, _ := http.NewRequestWithContext(ctx, method, "https://"+hl.Addr().String()+path, body)
+		req, _ := http.NewRequestWithContext(ctx, method, "https://"+hl.Addr+path, body)
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("Content-Type", "application/x-protobuf")
 		resp, err := client.Do(req)
@@ -147,7 +127,7 @@ func TestCredentialsRotate(t *testing.T) {
 			peerCert = cs.PeerCertificates[0].Raw
 			return nil
 		}
-		conn, err := grpc.NewClient(gl.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(c)))
+		conn, err := grpc.NewClient(gl.Addr, grpc.WithTransportCredentials(credentials.NewTLS(c)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,15 +263,10 @@ func TestGRPCExportDuringPasswordFlood(t *testing.T) {
 		<-release
 		return errors.New("mismatch")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sv := serveLoopback(t, s, grpcReceiver)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- s.ServeGRPC(ctx, l) }()
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(sv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +309,8 @@ func TestGRPCExportDuringPasswordFlood(t *testing.T) {
 		return true
 	})
 	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("gRPC receiver: %v", err)
+	sv.stop()
+	if sv.err != nil {
+		t.Errorf("gRPC receiver: %v", sv.err)
 	}
 }
