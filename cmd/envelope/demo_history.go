@@ -13,8 +13,11 @@ import (
 const demoHistoryFigure = "document_upload.p95"
 
 // demoHistory records the 30 embedded runs of one test, one per commit,
-// into a run history in the output folder and shows one figure across
-// them, as `history show` does.
+// into a run history in the output folder, shows one figure across them,
+// as `history show` does, and the change points and outlier runs of every
+// figure, as `history changes` does. The demo does not store them as
+// reported, so the user's own `history changes` on the file still shows
+// them as new.
 func demoHistory(ctx context.Context, d *demoEnv) error {
 	in, commits, err := demo.HistoryInputs()
 	if err != nil {
@@ -45,5 +48,15 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	}
 	d.Printf("history: %d runs of %s, one per commit, recorded in %s; `envelope history --history %s show --figure %s`:\n",
 		len(recs), demo.HistoryTest, path, path, demoHistoryFigure)
-	return history.SeriesView{Test: demo.HistoryTest, Endpoint: ep, Figure: fig, Points: pts}.Write(d.Stdout, "text")
+	if err := (history.SeriesView{Test: demo.HistoryTest, Endpoint: ep, Figure: fig, Points: pts}).Write(d.Stdout, "text"); err != nil {
+		return err
+	}
+	rep, err := analyseStore(ctx, s, history.Line{Test: demo.HistoryTest}, "", nil, nil, false)
+	if err != nil {
+		return err
+	}
+	// What the runs were made with: the upload slower from c11, one slow
+	// actor_get run (c20), the slow auth path faster from c23.
+	d.Printf("history changes: every figure of the %d runs, made with the upload 20%% slower from c11, one run (c20) with actor_get 60%% slower, the slow auth path 10%% faster from c23; `envelope history --history %s changes`:\n", len(recs), path)
+	return writeChangesText(d.Stdout, rep)
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -62,8 +63,20 @@ func TestDemoNoServe(t *testing.T) {
 		"document_upload.p95 of test history-shared (ms), main line: 30 runs in commit-time order",
 		"\n1   1    c01",
 		"\n30  30   c30",
+		"history changes: every figure of the 30 runs",
+		"test history-shared: 30 runs on the main line, ",
 		"backtest: a simulated baseline-like run (simulated-baseline.ndjson.gz): no alert fired\n",
 		"backtest: the same run with 1% failed requests (" + filepath.Join("regressed", "simulated-errors.ndjson.gz") + "): fired ",
+	}
+	// The runs' known changes, as history changes finds them: the upload's
+	// step a regression at its run, the one slow run an outlier only.
+	for _, re := range []string{`\n\S+ +document_upload\.p95 +11 +c11 +regression `, `\n20 +actor_get\.median +c20 `} {
+		if !regexp.MustCompile(re).MatchString(so) {
+			t.Errorf("stdout lacks %s:\n%s", re, so)
+		}
+	}
+	if regexp.MustCompile(`\n\S+ +\S+ +20 +c20 +(regression|improvement) `).MatchString(so) {
+		t.Errorf("the one slow run is a change point:\n%s", so)
 	}
 	rest := so
 	for _, l := range lines {
