@@ -14,8 +14,8 @@ const (
 	PlanMaxRuns = 30
 )
 
-// PlanRuns are the baseline sizes a RunsPlan tabulates.
-var PlanRuns = []int{3, 5, 10, 20}
+// planRuns are the baseline sizes a RunsPlan tabulates (its Rows, by N).
+var planRuns = [...]int{3, 5, 10, 20}
 
 // RunsPlan is how the uncertainty of one aggregate latency figure's
 // baseline level shrinks with the number of baseline runs, from the
@@ -94,7 +94,7 @@ func LatencyPlans(env *envelope.Envelope, candRuns int) []RunsPlan {
 			if p.Needed == 0 && row.MDC <= tol {
 				p.Needed = n
 			}
-			for _, want := range PlanRuns {
+			for _, want := range planRuns {
 				if n == want {
 					p.Rows = append(p.Rows, row)
 				}

@@ -35,8 +35,8 @@ func TestLatencyPlans(t *testing.T) {
 	if !math.IsNaN(med.RunLevelSD) {
 		t.Errorf("median run-level SD %v without intervals, want NaN", med.RunLevelSD)
 	}
-	if len(p95.Rows) != len(PlanRuns) {
-		t.Fatalf("%d rows, want %d", len(p95.Rows), len(PlanRuns))
+	if len(p95.Rows) != len(planRuns) {
+		t.Fatalf("%d rows, want %d", len(p95.Rows), len(planRuns))
 	}
 	for i := 1; i < len(p95.Rows); i++ {
 		if p95.Rows[i].MDC >= p95.Rows[i-1].MDC || p95.Rows[i].LevelHalfWidth >= p95.Rows[i-1].LevelHalfWidth {

@@ -30,9 +30,9 @@ func runsPlanSection(env *envelope.Envelope) string {
 	conf := envPct(env.Tolerance.Confidence, 0)
 	var b strings.Builder
 	p0 := plans[0]
-	sizes := make([]string, len(compare.PlanRuns))
-	for i, n := range compare.PlanRuns {
-		sizes[i] = fmt.Sprint(n)
+	sizes := make([]string, len(p0.Rows))
+	for i, r := range p0.Rows {
+		sizes[i] = fmt.Sprint(r.N)
 	}
 	ns := strings.Join(sizes, " / ")
 	fmt.Fprintf(&b, "### Runs a tight envelope needs\n\n")

@@ -449,7 +449,7 @@ func TestWriteStageReportChart(t *testing.T) {
 	if err := WriteStageReport(r, md); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{ChartPaths.Light, ChartPaths.Dark} {
+	for _, p := range []string{chartPaths.Light, chartPaths.Dark} {
 		b, err := os.ReadFile(dir + "/" + p)
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
 			t.Errorf("%s: %v", p, err)

@@ -163,9 +163,9 @@ func list(path, field string, v *yaml.Node, dst *[]string) error {
 	return nil
 }
 
-// ChartPaths are the chart images the Markdown links to, relative to the
+// chartPaths are the chart images the Markdown links to, relative to the
 // report file.
-var ChartPaths = struct{ Light, Dark string }{"charts/light/latency-distribution.png", "charts/dark/latency-distribution.png"}
+var chartPaths = struct{ Light, Dark string }{"charts/light/latency-distribution.png", "charts/dark/latency-distribution.png"}
 
 // WriteMarkdown writes the report in the layout of a benchmark report:
 // configuration, key findings, ranking, stage latency stats, chart.
@@ -195,7 +195,7 @@ func (r *StageReport) WriteMarkdown(w io.Writer) error {
 	r.mdStages(&b, unit)
 	b.WriteString("\n\n## Charts\n\n### Latency distribution\n\n")
 	fmt.Fprintf(&b, "<picture>\n  <source media=\"(prefers-color-scheme: dark)\" srcset=\"%s\">\n  <source media=\"(prefers-color-scheme: light)\" srcset=\"%s\">\n  <img alt=\"Latency distribution\" src=\"%s\">\n</picture>\n",
-		ChartPaths.Dark, ChartPaths.Light, ChartPaths.Light)
+		chartPaths.Dark, chartPaths.Light, chartPaths.Light)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
