@@ -219,10 +219,15 @@ func TestCIExamples(t *testing.T) {
 	}
 }
 
-// checkChangesJUnit parses history changes' JUnit file: failed test
-// cases naming endpoint (a new regression change point in its series),
-// none when endpoint is "".
-func checkChangesJUnit(t *testing.T, path, endpoint string) {
+// junitFile is what the checks read of a JUnit file: its test cases,
+// the failures it declares, and the failed cases as "name: message".
+type junitFile struct {
+	cases, failures int
+	failed          []string
+}
+
+// readJUnit parses a JUnit file as compare and history changes write it.
+func readJUnit(t *testing.T, path string) junitFile {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -242,15 +247,24 @@ func checkChangesJUnit(t *testing.T, path, endpoint string) {
 	if err := xml.Unmarshal(b, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	var failed []string
+	j := junitFile{cases: len(r.Suite.Cases), failures: r.Failures}
 	for _, c := range r.Suite.Cases {
 		if c.Failure != nil {
-			failed = append(failed, c.Name+": "+c.Failure.Message)
+			j.failed = append(j.failed, c.Name+": "+c.Failure.Message)
 		}
 	}
-	if len(r.Suite.Cases) < 10 || r.Failures != len(failed) || (endpoint == "") != (len(failed) == 0) ||
-		endpoint != "" && !strings.Contains(strings.Join(failed, "\n"), endpoint) {
-		t.Errorf("%s: %d cases, failures %d %q, want a failure naming %q", path, len(r.Suite.Cases), r.Failures, failed, endpoint)
+	return j
+}
+
+// checkChangesJUnit parses history changes' JUnit file: failed test
+// cases naming endpoint (a new regression change point in its series),
+// none when endpoint is "".
+func checkChangesJUnit(t *testing.T, path, endpoint string) {
+	t.Helper()
+	j := readJUnit(t, path)
+	if j.cases < 10 || j.failures != len(j.failed) || (endpoint == "") != (len(j.failed) == 0) ||
+		endpoint != "" && !strings.Contains(strings.Join(j.failed, "\n"), endpoint) {
+		t.Errorf("%s: %d cases, failures %d %q, want a failure naming %q", path, j.cases, j.failures, j.failed, endpoint)
 	}
 }
 
@@ -265,42 +279,19 @@ func checkJUnit(t *testing.T, path string, regressed bool) {
 	checkRegressedJUnit(t, path, "")
 }
 
-// checkRegressedJUnit parses a JUnit file: a failure naming figure, or
-// none when figure is "".
+// checkRegressedJUnit parses compare's JUnit file: a failure naming
+// figure, or none when figure is "".
 func checkRegressedJUnit(t *testing.T, path, figure string) {
-	regressed := figure != ""
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	regressed := figure != ""
+	j := readJUnit(t, path)
+	if j.cases < 4 {
+		t.Errorf("%s: %d test cases", path, j.cases)
 	}
-	var r struct {
-		Failures int `xml:"failures,attr"`
-		Suite    struct {
-			Cases []struct {
-				Name    string `xml:"name,attr"`
-				Failure *struct {
-					Message string `xml:"message,attr"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
+	if regressed != (len(j.failed) > 0) || j.failures != len(j.failed) {
+		t.Errorf("%s: failures %d %q, regressed %v", path, j.failures, j.failed, regressed)
 	}
-	if err := xml.Unmarshal(b, &r); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(r.Suite.Cases) < 4 {
-		t.Errorf("%s: %d test cases", path, len(r.Suite.Cases))
-	}
-	var failed []string
-	for _, c := range r.Suite.Cases {
-		if c.Failure != nil {
-			failed = append(failed, c.Failure.Message)
-		}
-	}
-	if regressed != (len(failed) > 0) || r.Failures != len(failed) {
-		t.Errorf("%s: failures %d %q, regressed %v", path, r.Failures, failed, regressed)
-	}
-	if regressed && !strings.Contains(strings.Join(failed, "\n"), figure+" regressed: +") {
-		t.Errorf("%s: no failure names %s: %q", path, figure, failed)
+	if regressed && !strings.Contains(strings.Join(j.failed, "\n"), figure+" regressed: +") {
+		t.Errorf("%s: no failure names %s: %q", path, figure, j.failed)
 	}
 }
