@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"go.yaml.in/yaml/v3"
 )
@@ -283,7 +283,7 @@ var moduleRoot, _ = filepath.Abs(filepath.Join("..", ".."))
 // it as Ctrl-C does.
 func readmeServe(t *testing.T, bin string, args []string) {
 	t.Helper()
-	var e lockedBuffer
+	var e cmdlinetest.LockedBuffer
 	cmd := exec.Command(bin, append(args, "--web.listen-address=127.0.0.1:0")...)
 	cmd.Stderr = &e
 	if err := cmd.Start(); err != nil {
@@ -367,22 +367,4 @@ func TestReadmeBinarySizesSayWhichBuild(t *testing.T) {
 	if n < 3 {
 		t.Errorf("found %d binary sizes in the README, want the image's and the full build's", n)
 	}
-}
-
-// lockedBuffer is the log of a process the test reads while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 )
 
-// captureRun runs the CLI with stdout and stderr captured.
+// captureRun runs the command line with stdout and stderr captured.
 func captureRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	var o, e bytes.Buffer
-	return runCLI(args, &o, &e), o.String(), e.String()
+	return cmdlinetest.Capture(runCLI, args...)
 }

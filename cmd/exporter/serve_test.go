@@ -9,39 +9,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/cmdline"
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// lockedBuffer is a log target written by the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // `serve --k6.json -` reads stdin (kingpin hands a lone "-" over empty),
 // replays --k6.results, and stops cleanly on SIGINT with exit code 0.
 func TestServeStdinAndShutdown(t *testing.T) {
-	var e lockedBuffer
+	var e cmdlinetest.LockedBuffer
 	var o bytes.Buffer
 	results := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
 	code := make(chan int, 1)
@@ -213,7 +195,7 @@ func TestServePushesOTLP(t *testing.T) {
 		_, _ = w.Write(nil)
 	}))
 	defer collector.Close()
-	var e lockedBuffer
+	var e cmdlinetest.LockedBuffer
 	var o bytes.Buffer
 	results := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
 	code := make(chan int, 1)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
@@ -98,7 +99,7 @@ func sigintServe(t *testing.T, bin string, args []string, otlp bool, delay time.
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log lockedBuffer
+	var log cmdlinetest.LockedBuffer
 	first := make(chan struct{})
 	addr := make(chan string, 1)
 	go func() {
