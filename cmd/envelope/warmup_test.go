@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // Six-minute baseline-mix runs (3 min warm-up, 3 min load).
@@ -95,15 +95,7 @@ var summaryA = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0"
 // stopped before the envelope's 3-minute warm-up ended.
 func shortRun(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open(sixMinRegresed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	zr := fixtures.Open(t, sixMinRegresed)
 	out := filepath.Join(t.TempDir(), "short.ndjson")
 	var b bytes.Buffer
 	var start time.Time

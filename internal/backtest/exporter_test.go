@@ -3,11 +3,8 @@ package backtest
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"io"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -260,17 +257,7 @@ func gathered(t *testing.T, srv *exporter.Server, families func(string) bool) ma
 // readAll reads a run's Metric definitions and points.
 func readAll(t *testing.T, path string) ([]*k6.MetricDef, []k6.Point) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var in io.Reader = zr
-	sc := bufio.NewScanner(in)
+	sc := bufio.NewScanner(fixtures.Open(t, path))
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var defs []*k6.MetricDef
 	var points []k6.Point

@@ -2,14 +2,11 @@ package exporter
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,20 +23,7 @@ import (
 // request count and the http_req_duration samples (ms).
 func exactFigures(t testing.TB, path string) (requests float64, durations []float64) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = gz
-	}
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(fixtures.Open(t, path))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var line struct {

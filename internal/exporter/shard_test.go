@@ -2,10 +2,8 @@ package exporter
 
 import (
 	"bytes"
-	"compress/gzip"
 	"io"
 	"math"
-	"os"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -67,16 +65,7 @@ func sumAll(t *testing.T, s *Server) totals {
 // whole run exposes: counters, histogram counts, classic and native
 // buckets. This is what makes `sum` across instances and exporters right.
 func TestShardedSumsMatch(t *testing.T) {
-	f, err := os.Open(fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := io.ReadAll(gz)
+	all, err := io.ReadAll(fixtures.Open(t, fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz")))
 	if err != nil {
 		t.Fatal(err)
 	}

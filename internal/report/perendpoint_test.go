@@ -384,16 +384,7 @@ func checkAgainstIndependent(t *testing.T, r *StageReport, want map[string][]ind
 
 func gunzipFile(t *testing.T, path string) []byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
+	b, err := io.ReadAll(fixtures.Open(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}

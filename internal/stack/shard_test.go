@@ -3,7 +3,6 @@ package stack_test
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/stack"
 )
@@ -377,16 +377,7 @@ func recordingRules(t *testing.T, b []byte) map[string]string {
 // names of its Trend metrics.
 func readRun(t *testing.T, path string) (metrics, points [][]byte, trends map[string]bool) {
 	t.Helper()
-	f, err := os.Open(filepath.FromSlash(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(gz)
+	sc := bufio.NewScanner(fixtures.Open(t, filepath.FromSlash(path)))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	trends = map[string]bool{}
 	for sc.Scan() {

@@ -3,7 +3,6 @@ package stack
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/promtest"
 	"github.com/envelope-dev/envelope/internal/simulate"
@@ -147,16 +147,7 @@ func TestReplay(t *testing.T) {
 // countPoints counts the Point lines of a gzip NDJSON file.
 func countPoints(t *testing.T, path string) int {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() //nolint:errcheck // only read
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(gz)
+	sc := bufio.NewScanner(fixtures.Open(t, path))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	n := 0
 	for sc.Scan() {
