@@ -58,9 +58,14 @@ func Locate(ctx context.Context, name, explicit string) (string, error) {
 // Every test package of a `go test ./...` run asks for the same tools at
 // about the same time; compiled side by side on a small machine, each
 // copy of Prometheus takes long enough to hit the test timeout. So one
-// process builds a tool while the others wait on a file lock, and the
-// binary's path is remembered in a cache folder keyed by go.mod, go.sum
-// and the Go version, so later runs start it without calling go at all.
+// process builds a module's tools while the others wait on that module's
+// file lock, and the binary's path is remembered in a cache folder keyed
+// by go.mod, go.sum and the Go version, so later runs start it without
+// calling go at all. The lock is per module: tools of one module share
+// most of their packages (Prometheus and promtool), so one build at a
+// time compiles each once, while a tool of another module (Alertmanager,
+// minutes on a cold cache) never holds up the promtool a package waits
+// for.
 func GoTool(ctx context.Context, name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
@@ -78,7 +83,11 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	if p, ok := readMemo(memo); ok {
 		return p, nil
 	}
-	unlock, err := lockFile(filepath.Join(dir, "lock"), name)
+	lock := "lock"
+	if mod != root {
+		lock += "-" + filepath.Base(mod)
+	}
+	unlock, err := lockFile(filepath.Join(dir, lock), name)
 	if err != nil {
 		return "", err
 	}
