@@ -37,9 +37,9 @@ func realEnvelope(t *testing.T) *envelope.Envelope {
 }
 
 // Backtests running at the same time in one process are independent: two
-// of baseline-c and two of the regressed run, each with its own envelope
-// copy and rule files, all at once, give the same alerts pairwise and
-// those of TestRealRuns.
+// of baseline-c and two of the regressed run, all at once, give the same
+// alerts pairwise and those of TestRealRuns. Each pair of runs shares an
+// envelope and its rule files; the pairs have their own copies.
 func TestConcurrentFiles(t *testing.T) {
 	runs := []string{
 		fixtures.Baselines(t)[2],
@@ -54,9 +54,10 @@ func TestConcurrentFiles(t *testing.T) {
 	}
 	var jobs []*job
 	for range 2 {
+		env := realEnvelope(t)
+		files := rulesFor(t, env)
 		for _, p := range runs {
-			env := realEnvelope(t)
-			jobs = append(jobs, &job{path: p, env: env, files: rulesFor(t, env)})
+			jobs = append(jobs, &job{path: p, env: env, files: files})
 		}
 	}
 	var wg sync.WaitGroup
