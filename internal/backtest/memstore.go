@@ -179,11 +179,36 @@ type memSeriesView struct {
 func (v *memSeriesView) Labels() labels.Labels { return v.lset }
 
 func (v *memSeriesView) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
-	if r, ok := it.(interface{ Reset(storage.Samples) }); ok {
-		r.Reset(v.samples)
-		return it
+	if mi, ok := it.(*memIterator); ok {
+		if r, ok := mi.Iterator.(interface{ Reset(storage.Samples) }); ok {
+			r.Reset(v.samples)
+			return mi
+		}
 	}
-	return storage.NewListSeriesIterator(v.samples)
+	return &memIterator{storage.NewListSeriesIterator(v.samples)}
+}
+
+// memIterator walks a series' samples. It hands out native histograms
+// as a TSDB iterator does: copied into the caller's histogram, or a new
+// one, never the stored sample. The PromQL engine owns what it is given:
+// it keeps histograms in package-wide pools and reuses them as scratch
+// space, in any engine of the process, so a stored sample handed out
+// would be overwritten, and two backtests running at once would write
+// into each other's series.
+type memIterator struct {
+	chunkenc.Iterator // a list iterator over memSamples
+}
+
+func (it *memIterator) AtFloatHistogram(fh *histogram.FloatHistogram) (int64, *histogram.FloatHistogram) {
+	t, stored := it.Iterator.AtFloatHistogram(nil)
+	switch {
+	case stored == nil:
+		return t, nil
+	case fh == nil:
+		return t, stored.Copy()
+	}
+	stored.CopyTo(fh)
+	return t, fh
 }
 
 // memSample is one float sample; pointers to it satisfy chunks.Sample

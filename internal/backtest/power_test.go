@@ -7,10 +7,12 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -222,8 +224,8 @@ func userEnvelope(tb testing.TB, model *simulate.Model, k int, seed uint64) *env
 }
 
 // runPower backtests every scenario (those powerOnly matches) over seeds,
-// one run at a time, each run of the model with the real run-level
-// variance; envFor gives the envelope a seed's rules come from.
+// GOMAXPROCS runs at a time, each run of the model with the real
+// run-level variance; envFor gives the envelope a seed's rules come from.
 func runPower(tb testing.TB, model *simulate.Model, envFor func(seed uint64) powerEnv, seeds []uint64) []powerOutcome {
 	only, err := regexp.Compile(*powerOnly)
 	if err != nil {
@@ -260,14 +262,29 @@ func runPower(tb testing.TB, model *simulate.Model, envFor func(seed uint64) pow
 			k += slots
 		}
 	}
-	path := filepath.Join(tb.TempDir(), "run.ndjson")
-	for _, j := range jobs {
-		opts := j.sc.opts
-		opts.Seed, opts.Duration, opts.Variance = j.seed, runLength, simulate.RealVariance
-		if j.err = model.WriteFile(path, opts); j.err == nil {
-			j.run, j.err = File(context.Background(), j.pe.env, j.pe.files, path, Options{})
-		}
+	// The backtests are independent: GOMAXPROCS workers run them, each
+	// writing its runs to its own file; the outcomes are counted below in
+	// the jobs' order, so the tables do not depend on the schedule.
+	dir := tb.TempDir()
+	next := make(chan *job)
+	var wg sync.WaitGroup
+	for w := range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		path := filepath.Join(dir, fmt.Sprintf("run-%d.ndjson", w))
+		wg.Go(func() {
+			for j := range next {
+				opts := j.sc.opts
+				opts.Seed, opts.Duration, opts.Variance = j.seed, runLength, simulate.RealVariance
+				if j.err = model.WriteFile(path, opts); j.err == nil {
+					j.run, j.err = File(context.Background(), j.pe.env, j.pe.files, path, Options{})
+				}
+			}
+		})
 	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
 	for _, j := range jobs {
 		if j.err != nil {
 			tb.Fatalf("%s seed %d: %v", j.sc.name, j.seed, j.err)
