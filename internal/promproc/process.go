@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -111,38 +110,14 @@ func GoTool(ctx context.Context, name string) (string, error) {
 
 // BuildTools builds each named tool (GoTool) and returns the first
 // error. Test packages call it from TestMain, before their tests' timer
-// starts (see promtest.Main). Tools of different modules build at the
-// same time, since they take different locks (GoTool): a package that
-// needs kustomize and amtool waits for the longer of the two builds, not
-// for both one after the other.
+// starts (see promtest.Main).
 func BuildTools(ctx context.Context, names ...string) error {
-	root, err := ModuleRoot()
-	if err != nil {
-		return err
-	}
-	var order []string
-	byModule := map[string][]string{}
 	for _, n := range names {
-		mod, _ := toolModule(root, n) // GoTool reports a tool no module lists
-		if byModule[mod] == nil {
-			order = append(order, mod)
+		if _, err := GoTool(ctx, n); err != nil {
+			return fmt.Errorf("%s: %w", n, err)
 		}
-		byModule[mod] = append(byModule[mod], n)
 	}
-	errs := make([]error, len(order))
-	var wg sync.WaitGroup
-	for i, mod := range order {
-		wg.Go(func() {
-			for _, n := range byModule[mod] {
-				if _, err := GoTool(ctx, n); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", n, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }
 
 // toolModules are the folders whose go.mod's tool directive may name a
