@@ -707,8 +707,8 @@ func TestPromtoolCheckConfig(t *testing.T) {
 	}
 }
 
-// The Alertmanager config: every route names a defined receiver, the
-// matchers parse, and the module's amtool (tools/alertmanager) accepts it.
+// The Alertmanager config: every route names a defined receiver and the
+// matchers parse.
 func TestAlertmanagerConfig(t *testing.T) {
 	const rel = "deploy/alertmanager/alertmanager.yml"
 	c := docs(t, rel)[0]
@@ -743,15 +743,10 @@ func TestAlertmanagerConfig(t *testing.T) {
 			}
 		}
 	}
-	if testing.Short() {
-		return // without building amtool
-	}
-	out, err := promtest.Tool(t, "amtool", "check-config", rel)
-	if err != nil {
-		t.Errorf("%v\n%s", err, out)
-	} else if !bytes.Contains(out, []byte("SUCCESS")) {
-		t.Errorf("amtool check-config %s: no SUCCESS in\n%s", rel, out)
-	}
+	// amtool check-config runs on this file in internal/stack's
+	// TestAlertmanagerConfig, beside the stack's own config: that package
+	// builds Alertmanager's module anyway, and this one, whose test binary
+	// starts early on a cold cache, would wait minutes for it.
 }
 
 // Prometheus in compose sends alerts to the compose Alertmanager and

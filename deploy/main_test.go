@@ -8,4 +8,4 @@ import (
 )
 
 // The tools are built before the tests' timer starts (promtest.Main).
-func TestMain(m *testing.M) { os.Exit(promtest.Main(m, "promtool", "kustomize", "amtool")) }
+func TestMain(m *testing.M) { os.Exit(promtest.Main(m, "promtool", "kustomize")) }

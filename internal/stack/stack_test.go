@@ -344,7 +344,7 @@ func alertmanagers(t *testing.T, prom string) []string {
 }
 
 // The stack's Alertmanager config routes to a defined receiver, and the
-// module's amtool accepts it.
+// module's amtool accepts it and deploy/'s.
 func TestAlertmanagerConfig(t *testing.T) {
 	var c struct {
 		Route struct {
@@ -367,10 +367,18 @@ func TestAlertmanagerConfig(t *testing.T) {
 	if err := os.WriteFile(f, []byte(AlertmanagerConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := promtest.Tool(t, "amtool", "check-config", f)
+	root, err := promproc.ModuleRoot()
 	if err != nil {
-		t.Errorf("%v\n%s", err, out)
-	} else if !bytes.Contains(out, []byte("SUCCESS")) {
-		t.Errorf("amtool check-config: no SUCCESS in\n%s", out)
+		t.Fatal(err)
+	}
+	// Every Alertmanager config the project ships: the stack's, and the
+	// one deploy/ gives compose and Kubernetes.
+	for _, cfg := range []string{f, filepath.Join(root, "deploy", "alertmanager", "alertmanager.yml")} {
+		out, err := promtest.Tool(t, "amtool", "check-config", cfg)
+		if err != nil {
+			t.Errorf("%v\n%s", err, out)
+		} else if !bytes.Contains(out, []byte("SUCCESS")) {
+			t.Errorf("amtool check-config %s: no SUCCESS in\n%s", cfg, out)
+		}
 	}
 }
