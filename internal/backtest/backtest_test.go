@@ -10,7 +10,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
@@ -60,18 +59,7 @@ func firstFiring(r *Run, alertname string) float64 {
 // nothing and the regressed run (auth ×1.25, 503s on uploads) must fire
 // the latency and error alerts.
 func TestRealRuns(t *testing.T) {
-	in, err := envelope.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, k6.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl, err := envelope.ReadK6Options(fixtures.Path(t, "k6/baseline-mix-v2.2.0/script.k6-inspect.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.Compute(in, envelope.Options{Name: "baseline-mix-ab", Workload: wl})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := realEnvelope(t)
 	files := rulesFor(t, env)
 	ctx := context.Background()
 
