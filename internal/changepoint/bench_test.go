@@ -52,9 +52,10 @@ func BenchmarkScratch10000x50(b *testing.B) {
 	}
 }
 
-// Appending one run to each of the 50 series of a 10,000-run history and
-// analysing again: what recording a run costs.
-func BenchmarkAppend10000x50(b *testing.B) {
+// analysed10000 is an analyzer that has analysed the first 10,000 runs of
+// the 50 benchmark series, which hold 4,096 more runs to append.
+func analysed10000(b *testing.B) ([]Series, *Analyzer) {
+	b.Helper()
 	series := benchSeries(10000 + 4096)
 	a, err := New(Config{})
 	if err != nil {
@@ -68,6 +69,13 @@ func BenchmarkAppend10000x50(b *testing.B) {
 		}
 	}
 	a.Result()
+	return series, a
+}
+
+// Appending one run to each of the 50 series of a 10,000-run history and
+// analysing again: what recording a run costs.
+func BenchmarkAppend10000x50(b *testing.B) {
+	series, a := analysed10000(b)
 	next := 10000
 	b.ResetTimer()
 	defer reportCPU(b)()
@@ -89,19 +97,7 @@ func BenchmarkAppend10000x50(b *testing.B) {
 // 50 series: restore the analyzer from its checkpoint, append the run to
 // every series, analyse, and take the next checkpoint.
 func BenchmarkRestoreAppend10000x50(b *testing.B) {
-	series := benchSeries(10000 + 4096)
-	a, err := New(Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, s := range series {
-		for _, r := range s.Runs[:10000] {
-			if err := a.Append(s.Key, s.Polarity, r); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	a.Result()
+	series, a := analysed10000(b)
 	data, err := a.Checkpoint()
 	if err != nil {
 		b.Fatal(err)
