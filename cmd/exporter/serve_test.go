@@ -40,17 +40,7 @@ func TestServeStdinAndShutdown(t *testing.T) {
 	if !strings.Contains(e.String(), "points=1966") {
 		t.Errorf("replay log lacks the point count:\n%s", e.String())
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Errorf("exit code %d:\n%s", c, e.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("serve did not stop on SIGINT")
-	}
+	interruptServe(t, code, &e)
 }
 
 func TestServeBadFlags(t *testing.T) {
@@ -214,13 +204,20 @@ func TestServePushesOTLP(t *testing.T) {
 			t.Fatalf("no push carried the replayed http_req_duration:\n%s", e.String())
 		}
 	}
+	interruptServe(t, code, &e)
+}
+
+// interruptServe sends this process SIGINT and requires the serve
+// running in it to end with exit code 0 within 20 s.
+func interruptServe(t *testing.T, code <-chan int, log *cmdlinetest.LockedBuffer) {
+	t.Helper()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case c := <-code:
 		if c != 0 {
-			t.Errorf("exit code %d:\n%s", c, e.String())
+			t.Errorf("exit code %d:\n%s", c, log.String())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not stop on SIGINT")
