@@ -14,11 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 // The soak bounds (docs/benchmarks.md: peak RSS ≤ 256 MiB per attack, a
@@ -82,17 +77,7 @@ func soakAttacks() []soakAttack {
 			return soakOverflow(st)
 		}},
 		{"resources (120,000 resource attribute sets)", func(b *testing.B, st *soakTarget) float64 {
-			for batch := range 12 {
-				req := &colmetricpb.ExportMetricsServiceRequest{}
-				for i := range 10000 {
-					req.ResourceMetrics = append(req.ResourceMetrics, &metricpb.ResourceMetrics{
-						Resource:     &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strAttr("host", fmt.Sprint(batch*10000+i))}},
-						ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{sumMetric("k6_http_reqs", cumul, dbl(1, 1))}}},
-					})
-				}
-				body, _ := proto.Marshal(req)
-				st.post(b, body, false)
-			}
+			postResources(b, st, 12)
 			// Behind one series, beyond the stream limit (100,000).
 			if n := st.s.st.nseries.Load(); n > 10 {
 				b.Logf("%d series held for one counter", n)

@@ -188,17 +188,7 @@ func BenchmarkSoak(b *testing.B) {
 	b.Run("resources", func(b *testing.B) {
 		for b.Loop() {
 			st, stop := startSoak(b)
-			for batch := range 60 {
-				req := &colmetricpb.ExportMetricsServiceRequest{}
-				for i := range 10000 {
-					req.ResourceMetrics = append(req.ResourceMetrics, &metricpb.ResourceMetrics{
-						Resource:     &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strAttr("host", fmt.Sprint(batch*10000+i))}},
-						ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{sumMetric("k6_http_reqs", cumul, dbl(1, 1))}}},
-					})
-				}
-				body, _ := proto.Marshal(req)
-				st.post(b, body, false)
-			}
+			postResources(b, st, 60)
 			st.report(b)
 			stop()
 		}
@@ -425,5 +415,23 @@ func stalledCalls(addr string, n int) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	for _, pw := range writers {
 		_ = pw.Close()
+	}
+}
+
+// postResources posts batches of 10,000 OTLP resources, each with its
+// own host attribute and one cumulative counter of the same name: as
+// many distinct resource attribute sets behind one series.
+func postResources(b *testing.B, st *soakTarget, batches int) {
+	b.Helper()
+	for batch := range batches {
+		req := &colmetricpb.ExportMetricsServiceRequest{}
+		for i := range 10000 {
+			req.ResourceMetrics = append(req.ResourceMetrics, &metricpb.ResourceMetrics{
+				Resource:     &resourcepb.Resource{Attributes: []*commonpb.KeyValue{strAttr("host", fmt.Sprint(batch*10000+i))}},
+				ScopeMetrics: []*metricpb.ScopeMetrics{{Metrics: []*metricpb.Metric{sumMetric("k6_http_reqs", cumul, dbl(1, 1))}}},
+			})
+		}
+		body, _ := proto.Marshal(req)
+		st.post(b, body, false)
 	}
 }
