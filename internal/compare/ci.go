@@ -16,7 +16,7 @@ func (f Figure) failure(confidence float64) string {
 		unit = "pp"
 	}
 	return fmt.Sprintf("%s regressed: %+.2f%s (%.0f%% CI [%+.2f, %+.2f]%s) beyond the tolerance of %.1f%s; baseline %s, candidate %s",
-		f.Label(), f.ChangePct, unit, 100*confidence, f.CILowPct, f.CIHighPct, unit, f.TolerancePct, unit, f.cells()[0], f.cells()[1])
+		f.tableLabel(), f.ChangePct, unit, 100*confidence, f.CILowPct, f.CIHighPct, unit, f.TolerancePct, unit, f.cells()[0], f.cells()[1])
 }
 
 // sentence is a figure's verdict in words, for every JUnit case.
@@ -26,7 +26,10 @@ func (f Figure) sentence(confidence float64) string {
 	}
 	c := f.cells()
 	s := fmt.Sprintf("%s: %s; baseline %s, candidate %s, change %s, %.0f%% CI %s, tolerance %s, MDC %s",
-		f.Label(), f.Verdict, c[0], c[1], c[2], 100*confidence, c[3], c[5], c[4])
+		f.tableLabel(), f.Verdict, c[0], c[1], c[2], 100*confidence, c[3], c[5], c[4])
+	if f.Against != "" && f.Absolute != nil {
+		s += fmt.Sprintf("; judged against %s, run by run; on its own %+.2f%% [%+.2f, %+.2f]", f.Against, f.Absolute.ChangePct, f.Absolute.CILowPct, f.Absolute.CIHighPct)
+	}
 	if f.Note != "" {
 		s += "; " + f.Note
 	}
@@ -65,8 +68,8 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 	}
 	t := cireport.Table{
 		Title: fmt.Sprintf("Envelope %s: %s", r.Envelope, result),
-		Lines: []string{fmt.Sprintf("%d candidate run(s): %s. Method: %s, %.0f%% confidence, Holm across figures.",
-			len(r.Candidates), strings.Join(r.Candidates, ", "), r.Method, 100*r.Confidence), ""},
+		Lines: []string{fmt.Sprintf("%d candidate run(s): %s. Method: %s, %.0f%% confidence, Holm within the headline figures and within each endpoint's%s.",
+			len(r.Candidates), strings.Join(r.Candidates, ", "), r.Method, 100*r.Confidence, r.againstLine()), ""},
 		Header: []string{"Figure", "Baseline", "Candidate", "Change", "CI", "MDC", "Tolerance", "p (Holm)", "Verdict"},
 		Notes:  r.notes(),
 	}
@@ -74,7 +77,7 @@ func (r *Result) WriteMarkdown(w io.Writer) error {
 		t.Lines = append(t.Lines, "- "+s)
 	}
 	for _, f := range r.Figures {
-		t.Rows = append(t.Rows, append([]string{f.Label()}, f.cells()...))
+		t.Rows = append(t.Rows, append([]string{f.tableLabel()}, f.cells()...))
 	}
 	return cireport.WriteMarkdown(w, t)
 }

@@ -67,6 +67,10 @@ type Options struct {
 	// of freedom, which count the candidates' known sampling variance as
 	// exact, instead of the runs' own n_base + n_cand − 2.
 	satterthwaite bool
+	// reference is what an endpoint's median is judged against;
+	// relativeTails judges its p95 and p99 against the same reference.
+	reference     referenceMode
+	relativeTails bool
 }
 
 // decisionRule is how a figure's interval and p-value make a Regression.
@@ -155,6 +159,14 @@ type Figure struct {
 	Verdict Verdict `json:"verdict"`
 	Method  string  `json:"method"`
 	Note    string  `json:"note,omitempty"`
+	// Against names the reference an endpoint figure was judged against,
+	// "the run's other endpoints (actor_get 85%, …)" with their weights;
+	// empty when judged on its own. ChangePct, the interval, MDCPct and P
+	// are then those of the endpoint's level against the reference, and
+	// Absolute is the endpoint's own change (Baseline and Candidate stay
+	// its own values).
+	Against  string  `json:"against,omitempty"`
+	Absolute *Change `json:"absolute,omitempty"`
 	// beyond: the estimate lies beyond the tolerance in the bad direction.
 	beyond bool
 }
@@ -245,7 +257,8 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
 	}
 
-	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite, procedure: opts.procedure, medianWeight: opts.medianWeight}
+	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite,
+		procedure: opts.procedure, medianWeight: opts.medianWeight, reference: opts.reference, relativeTails: opts.relativeTails}
 	c.loadSamples()
 	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
 	c.throughputFigure()
@@ -380,8 +393,10 @@ type comparer struct {
 	rule         decisionRule
 	procedure    endpointProcedure
 	medianWeight float64
-	// satterthwaite: see Options.
+	// satterthwaite, reference and relativeTails: see Options.
 	satterthwaite bool
+	reference     referenceMode
+	relativeTails bool
 	res           *Result
 	// samples are each candidate's latency samples, for its own
 	// sampling error (runs from point files only).
@@ -485,20 +500,7 @@ func (c *comparer) ratioFigure(name, endpoint, unit, better string, tol float64,
 // (ln max - ln min)/d2(n), the classic range estimator. It reports
 // whether the candidates carry the endpoint at all.
 func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string, band envelope.Band, k6stat string) bool {
-	get := func(r *k6.Run) *k6.Metric {
-		switch {
-		case ep.Metric != "":
-			return r.Metrics[ep.Metric]
-		case ep.Tag != "":
-			if m := r.Metrics["http_req_duration{"+ep.Tag+":"+ep.Value+"}"]; m != nil {
-				return m
-			}
-			if r.GroupBy == ep.Tag {
-				return r.Groups[ep.Value][k6.HTTPReqDuration]
-			}
-		}
-		return nil
-	}
+	get := endpointMetric(ep)
 	f := Figure{Name: stat, Endpoint: name, EndpointLabel: ep.Label, Unit: "ms", Better: "lower", TolerancePct: 100 * c.tol.LatencyRise, P: math.NaN(),
 		Method: "welch-log, baseline spread from the band range"}
 	cv, missing := c.candidates(candStat(get, k6stat))
@@ -510,9 +512,15 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
 	case len(c.endpointRunValues(name, stat)) >= 2:
 		// Each baseline run's own value: the real run-to-run spread.
+		if c.relativeTo(stat) && c.againstOthers(&f, name, stat, cv) {
+			break
+		}
 		c.runLevel(&f, c.endpointRunValues(name, stat), c.candValues(cv, name, stat))
 	default:
 		f.Note = "the envelope keeps only this endpoint's band: run-to-run spread estimated from its range"
+		if c.relativeTo(stat) {
+			f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: the envelope keeps no run's endpoint values")
+		}
 		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
 		bm := stats.LogMoments{N: band.N, Mean: (lmin + lmax) / 2, SD: (lmax - lmin) / rangeD2(band.N)}
 		cm, err := stats.LogMomentsOf(cv)
@@ -529,6 +537,25 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 	}
 	c.res.Figures = append(c.res.Figures, f)
 	return present
+}
+
+// endpointMetric reads an endpoint's latency trend from a run: its
+// custom trend, its http_req_duration sub-metric or its --group-by group.
+func endpointMetric(ep envelope.Endpoint) func(*k6.Run) *k6.Metric {
+	return func(r *k6.Run) *k6.Metric {
+		switch {
+		case ep.Metric != "":
+			return r.Metrics[ep.Metric]
+		case ep.Tag != "":
+			if m := r.Metrics["http_req_duration{"+ep.Tag+":"+ep.Value+"}"]; m != nil {
+				return m
+			}
+			if r.GroupBy == ep.Tag {
+				return r.Groups[ep.Value][k6.HTTPReqDuration]
+			}
+		}
+		return nil
+	}
 }
 
 // rangeD2 is the expected range of n standard normal values (d2), for

@@ -53,7 +53,7 @@ func (r *Result) sentences() {
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Envelope %s vs %d candidate run(s): %s\n", r.Envelope, len(r.Candidates), strings.Join(r.Candidates, ", "))
-	fmt.Fprintf(&b, "Method: %s, %.0f%% confidence, Holm within the headline figures and within each endpoint's.\n\n", r.Method, 100*r.Confidence)
+	fmt.Fprintf(&b, "Method: %s, %.0f%% confidence, Holm within the headline figures and within each endpoint's%s.\n\n", r.Method, 100*r.Confidence, r.againstLine())
 	for _, s := range r.Sentences {
 		fmt.Fprintf(&b, "%s\n", s)
 	}
@@ -63,7 +63,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
 	for _, f := range r.Figures {
-		_, _ = fmt.Fprintln(tw, strings.Join(append([]string{f.Label()}, f.cells()...), "\t"))
+		_, _ = fmt.Fprintln(tw, strings.Join(append([]string{f.tableLabel()}, f.cells()...), "\t"))
 	}
 	_ = tw.Flush()
 	if notes := r.notes(); len(notes) > 0 {
@@ -98,6 +98,10 @@ func (f Figure) cells() []string {
 func (r *Result) notes() []string {
 	var notes []string
 	for _, f := range r.Figures {
+		if f.Against != "" && f.Absolute != nil {
+			notes = append(notes, fmt.Sprintf("%s: judged against %s, run by run: %+.1f%% (%.0f%% CI %+.1f%% to %+.1f%%); on its own %+.1f%% (%+.1f%% to %+.1f%%)",
+				f.Label(), f.Against, f.ChangePct, 100*r.Confidence, f.CILowPct, f.CIHighPct, f.Absolute.ChangePct, f.Absolute.CILowPct, f.Absolute.CIHighPct))
+		}
 		if f.Note != "" {
 			notes = append(notes, fmt.Sprintf("%s: %s", f.Label(), f.Note))
 		}
@@ -130,4 +134,24 @@ func (r *Result) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// tableLabel is the figure's label in tables and messages: an endpoint
+// figure judged against the run's other endpoints says so.
+func (f Figure) tableLabel() string {
+	if f.Against != "" {
+		return f.Label() + " vs other endpoints"
+	}
+	return f.Label()
+}
+
+// againstLine is the method line's clause for endpoint figures judged
+// against the run's other endpoints; empty when none was.
+func (r *Result) againstLine() string {
+	for _, f := range r.Figures {
+		if f.Against != "" {
+			return "; an endpoint's median judged against the run's other endpoints (a level every endpoint of a run shares cancels)"
+		}
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,6 +134,71 @@ func TestRealLeaveOneOut(t *testing.T) {
 		t.Logf("%s: %d of %d real clean runs compared Regression against the envelope of the others", v.name, alarms, n)
 		if vi == 0 && alarms > documented {
 			t.Errorf("%d of %d real clean runs compared Regression, %d documented", alarms, n, documented)
+		}
+	}
+}
+
+// The real history fixture under every variant: an envelope from
+// run-01..05, three later runs compared together. After the upload step
+// (run-11..13, document_upload ×1.2) the comparison must regress on
+// document_upload and nothing else; three clean runs (run-06..08) must
+// not; after the auth improvement (run-23..25, uploads still slower)
+// only document_upload may be flagged. The default must meet all three
+// (the command's own test, TestCompareHistorySteps, checks its output);
+// the other variants' outcomes are logged for docs/compare.md.
+func TestRealHistoryVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 14 real runs")
+	}
+	opts := k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}}
+	load := func(ids ...int) []envelope.Input {
+		var paths []string
+		for _, i := range ids {
+			paths = append(paths, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
+		}
+		in, err := envelope.ReadFiles(paths, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	env, err := envelope.Compute(load(1, 2, 3, 4, 5), envelope.Options{Name: "history"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		runs      []int
+		regressed bool
+	}{
+		{"after the upload step", []int{11, 12, 13}, true},
+		{"clean", []int{6, 7, 8}, false},
+		{"after the auth improvement", []int{23, 24, 25}, true},
+	}
+	cands := make([][]*k6.Run, len(cases))
+	for i, tc := range cases {
+		for _, in := range load(tc.runs...) {
+			cands[i] = append(cands[i], in.Run)
+		}
+	}
+	for vi, v := range powerVariants() {
+		for i, tc := range cases {
+			res, err := Compare(env, cands[i], v.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var flagged []string
+			ok := res.Regressed == tc.regressed
+			for _, f := range res.Figures {
+				if f.Verdict == Regression {
+					flagged = append(flagged, fmt.Sprintf("%s %+.1f%% [%+.1f, %+.1f]", f.Label(), f.ChangePct, f.CILowPct, f.CIHighPct))
+					ok = ok && f.Endpoint == "document_upload"
+				}
+			}
+			t.Logf("%s: %s: regressed %v, ok %v: %s", v.name, tc.name, res.Regressed, ok, strings.Join(flagged, "; "))
+			if vi == 0 && !ok {
+				t.Errorf("%s: regressed %v (want %v), flagged %s", tc.name, res.Regressed, tc.regressed, strings.Join(flagged, "; "))
+			}
 		}
 	}
 }

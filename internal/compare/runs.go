@@ -119,6 +119,28 @@ func (c *comparer) baseValues(endpoint, stat string) []stats.RunValue {
 // runLevel judges f from per-run values: the run-level log model for
 // Welch, or the bootstrap over runs.
 func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
+	r, err := c.levelCI(base, cand)
+	if err != nil {
+		f.Verdict, f.Note = NoData, err.Error()
+		return
+	}
+	f.Baseline, f.Candidate = geoMeanOf(base), geoMeanOf(cand)
+	f.Method = ""
+	c.judge(f, r, f.Better, f.TolerancePct/100)
+}
+
+// geoMeanOf is the geometric mean of the runs' values.
+func geoMeanOf(vs []stats.RunValue) float64 {
+	var l float64
+	for _, v := range vs {
+		l += math.Log(v.X)
+	}
+	return math.Exp(l / float64(len(vs)))
+}
+
+// levelCI is the interval of the change from base to cand: the
+// run-level log model for Welch, or the bootstrap over runs.
+func (c *comparer) levelCI(base, cand []stats.RunValue) (stats.RatioCI, error) {
 	var r stats.RatioCI
 	var err error
 	if c.method == "bootstrap" {
@@ -133,20 +155,7 @@ func (c *comparer) runLevel(f *Figure, base, cand []stats.RunValue) {
 	} else {
 		r, err = runLevelCI(base, cand, c.tol.Confidence, c.satterthwaite)
 	}
-	if err != nil {
-		f.Verdict, f.Note = NoData, err.Error()
-		return
-	}
-	var lb, lc float64
-	for _, b := range base {
-		lb += math.Log(b.X)
-	}
-	for _, x := range cand {
-		lc += math.Log(x.X)
-	}
-	f.Baseline, f.Candidate = math.Exp(lb/float64(len(base))), math.Exp(lc/float64(len(cand)))
-	f.Method = ""
-	c.judge(f, r, f.Better, f.TolerancePct/100)
+	return r, err
 }
 
 // quantileFigure compares the aggregate p95 or p99 from every baseline

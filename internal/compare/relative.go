@@ -1,0 +1,271 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/stats"
+)
+
+// referenceMode is what an endpoint's median is judged against.
+//
+// A run's latency level moves every endpoint of the run together
+// (deployment, placement, neighbours: about 3.6% a run on the real
+// fixture runs, against 1.3% for an endpoint on its own). Judged alone,
+// an endpoint's change carries that shared movement; judged against the
+// other endpoints of the same run, as a canary is judged beside a
+// baseline running at the same time, it cancels. Per run r, the
+// endpoint's own level is
+//
+//	y_r = ln median_{r,e} − Σ_o w_o ln median_{r,o}
+//
+// over the other endpoints o, with the same weights w in the baseline
+// and the candidate runs, so that the reference is one fixed mixture and
+// moves only when the other endpoints do. A change that moves the whole
+// service is the business of the headline figures and of the endpoints'
+// own tails.
+type referenceMode int
+
+const (
+	// refDefault is defaultReference.
+	refDefault referenceMode = iota
+	// refAlone: the endpoint's own values, as the headline figures are.
+	refAlone
+	// refOthers: against the run's other endpoints.
+	refOthers
+	// refOthersSlower: against the other endpoints, and a Regression
+	// only when the endpoint's own estimate rose too.
+	refOthersSlower
+	// refOthersHalf: against the other endpoints, and a Regression only
+	// when the endpoint's own estimate rose beyond half the tolerance.
+	refOthersHalf
+)
+
+// defaultReference is what an endpoint median is judged against by
+// default; chosen by measured error rates (docs/compare.md).
+const defaultReference = refAlone
+
+// Change is a figure's change on its own, when the figure was judged
+// against a reference.
+type Change struct {
+	ChangePct float64 `json:"change_pct"`
+	CILowPct  float64 `json:"ci_low_pct"`
+	CIHighPct float64 `json:"ci_high_pct"`
+}
+
+// mode is the comparison's reference mode, the default resolved.
+func (c *comparer) mode() referenceMode {
+	if c.reference == refDefault {
+		return defaultReference
+	}
+	return c.reference
+}
+
+// relativeTo says whether an endpoint figure of this statistic is judged
+// against the run's other endpoints.
+func (c *comparer) relativeTo(stat string) bool {
+	return c.mode() != refAlone && (stat == "median" || c.relativeTails)
+}
+
+// reference is the fixed mixture of other endpoints an endpoint is
+// judged against.
+type reference struct {
+	keys    []string
+	weights []float64
+	runs    []int // baseline runs (indexes into env.Runs) that carry the endpoint and every other
+}
+
+// referenceFor chooses the other endpoints with a median in every
+// baseline run that carries the endpoint's stat and in every candidate,
+// weighted by their mean request count over the baseline runs: the
+// inverse of a median's sampling variance, for latency distributions of
+// like shape. Without counts, by the envelope's request shares; without
+// those, equally. ok is false when no other endpoint qualifies or fewer
+// than 2 baseline runs remain.
+func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
+	var runs []int
+	for i, r := range c.env.Runs {
+		if runEndpointStat(r, name, stat) > 0 {
+			runs = append(runs, i)
+		}
+	}
+	keys := make([]string, 0, len(c.env.Endpoints))
+	for o := range c.env.Endpoints {
+		if o != name {
+			keys = append(keys, o)
+		}
+	}
+	sort.Strings(keys)
+	var ref reference
+	for _, o := range keys {
+		ok := true
+		for _, i := range runs {
+			ok = ok && runEndpointStat(c.env.Runs[i], o, "median") > 0
+		}
+		get := candStat(endpointMetric(c.env.Endpoints[o]), "med")
+		for _, r := range c.runs {
+			_, has := get(r)
+			ok = ok && has
+		}
+		if ok {
+			ref.keys = append(ref.keys, o)
+		}
+	}
+	if len(ref.keys) == 0 {
+		return ref, "no other endpoint has a median in every baseline and candidate run", false
+	}
+	if len(runs) < 2 {
+		return ref, fmt.Sprintf("%d baseline run(s) carry it", len(runs)), false
+	}
+	ref.runs = runs
+	ref.weights = make([]float64, len(ref.keys))
+	counts, shares := true, true
+	for j, o := range ref.keys {
+		var n float64
+		for _, i := range runs {
+			cnt := c.env.Runs[i].Endpoints[o].Count
+			counts = counts && cnt > 0
+			n += float64(cnt)
+		}
+		ref.weights[j] = n
+		shares = shares && c.env.Endpoints[o].Share > 0
+	}
+	for j, o := range ref.keys {
+		switch {
+		case counts:
+		case shares:
+			ref.weights[j] = c.env.Endpoints[o].Share
+		default:
+			ref.weights[j] = 1
+		}
+	}
+	var sum float64
+	for _, w := range ref.weights {
+		sum += w
+	}
+	for j := range ref.weights {
+		ref.weights[j] /= sum
+	}
+	return ref, "", true
+}
+
+// String names the reference: "the run's other endpoints (actor_get 85%, …)".
+func (ref reference) String() string {
+	parts := make([]string, len(ref.keys))
+	for j, k := range ref.keys {
+		parts[j] = fmt.Sprintf("%s %.0f%%", k, 100*ref.weights[j])
+	}
+	return "the run's other endpoints (" + strings.Join(parts, ", ") + ")"
+}
+
+// runEndpointStat is a baseline run's value of an endpoint statistic, 0
+// when the run lacks it.
+func runEndpointStat(r envelope.RunFigures, name, stat string) float64 {
+	re, ok := r.Endpoints[name]
+	if !ok {
+		return 0
+	}
+	switch stat {
+	case "median":
+		return re.Median
+	case "p99":
+		return re.P99
+	}
+	return re.P95
+}
+
+// againstOthers judges an endpoint figure by the endpoint's level
+// against the run's other endpoints (referenceMode). cv are the
+// candidates' values of the figure. It returns false, with a note, when
+// no reference can be formed: the figure is then judged alone.
+func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) bool {
+	ref, why, ok := c.referenceFor(name, stat)
+	if !ok {
+		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+why)
+		return false
+	}
+	var base []stats.RunValue
+	for _, i := range ref.runs {
+		r := c.env.Runs[i]
+		y := math.Log(runEndpointStat(r, name, stat))
+		for j, o := range ref.keys {
+			y -= ref.weights[j] * math.Log(r.Endpoints[o].Median)
+		}
+		// The envelope keeps no interval of a run's endpoint median: the
+		// run varies as the baseline runs did.
+		base = append(base, stats.RunValue{X: math.Exp(y), LogVar: math.NaN()})
+	}
+	own := c.candValues(cv, name, stat)
+	cand := make([]stats.RunValue, len(c.runs))
+	for j, r := range c.runs {
+		y, v := math.Log(own[j].X), own[j].LogVar
+		for k, o := range ref.keys {
+			m, _ := candStat(endpointMetric(c.env.Endpoints[o]), "med")(r)
+			y -= ref.weights[k] * math.Log(m)
+			v += ref.weights[k] * ref.weights[k] * c.sampleLogVar(j, o, 0.5)
+		}
+		cand[j] = stats.RunValue{X: math.Exp(y), LogVar: v}
+	}
+	rel, err := c.levelCI(base, cand)
+	if err != nil {
+		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+err.Error())
+		return false
+	}
+	absBase := c.endpointRunValues(name, stat)
+	abs, err := c.levelCI(absBase, own)
+	if err != nil {
+		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+err.Error())
+		return false
+	}
+	f.Method = ""
+	c.judge(f, rel, "lower", c.tol.LatencyRise)
+	f.Method += ", the endpoint's level against " + ref.String() + " run by run"
+	f.Baseline, f.Candidate = geoMeanOf(absBase), geoMeanOf(own)
+	f.Against = ref.String()
+	f.Absolute = &Change{ChangePct: 100 * abs.Change(), CILowPct: 100 * (abs.Low - 1), CIHighPct: 100 * (abs.High - 1)}
+	c.requireAbsolute(f, abs)
+	if !f.beyond && abs.Ratio > 1+c.tol.LatencyRise {
+		f.Note = joinNote(f.Note, fmt.Sprintf("on its own it rose %.1f%%, with the run's other endpoints: a change of the whole service, which the headline figures judge", 100*abs.Change()))
+	}
+	return true
+}
+
+// requireAbsolute applies the modes that also ask the endpoint's own
+// estimate to have risen: without it the figure is no Regression (nor,
+// the other way, an Improvement).
+func (c *comparer) requireAbsolute(f *Figure, abs stats.RatioCI) {
+	var need float64
+	switch c.mode() {
+	case refOthersSlower:
+	case refOthersHalf:
+		need = c.tol.LatencyRise / 2
+	default:
+		return
+	}
+	if f.beyond && abs.Ratio <= 1+need {
+		f.beyond = false
+		if f.Verdict == Regression {
+			f.Verdict = Inconclusive
+		}
+		f.Note = joinNote(f.Note, fmt.Sprintf("slower against the run's other endpoints, but its own estimate %+.1f%% is not beyond %+.1f%%", 100*abs.Change(), 100*need))
+	}
+	if f.Verdict == Improvement && abs.Ratio >= 1-need {
+		f.Verdict = Pass
+	}
+}
+
+// sampleLogVar is the sampling variance of ln of candidate j's p
+// quantile of an endpoint, from its samples; NaN without them.
+func (c *comparer) sampleLogVar(j int, endpoint string, p float64) float64 {
+	if j >= len(c.samples) {
+		return math.NaN()
+	}
+	xs := c.samples[j].endpoints[endpoint]
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return logVarOf(envelope.QuantileInterval(xs, p, sampleConfidence), sampleConfidence)
+}
