@@ -46,7 +46,7 @@ const (
 
 // defaultReference is what an endpoint median is judged against by
 // default; chosen by measured error rates (docs/compare.md).
-const defaultReference = refAlone
+const defaultReference = refOthersHalf
 
 // Change is a figure's change on its own, when the figure was judged
 // against a reference.
@@ -152,11 +152,17 @@ func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 	return ref, "", true
 }
 
-// String names the reference: "the run's other endpoints (actor_get 85%, …)".
+// String names the reference, heaviest first: "the run's other
+// endpoints (actor_get 85%, …)".
 func (ref reference) String() string {
+	idx := make([]int, len(ref.keys))
+	for j := range idx {
+		idx[j] = j
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ref.weights[idx[a]] > ref.weights[idx[b]] })
 	parts := make([]string, len(ref.keys))
-	for j, k := range ref.keys {
-		parts[j] = fmt.Sprintf("%s %.0f%%", k, 100*ref.weights[j])
+	for j, i := range idx {
+		parts[j] = fmt.Sprintf("%s %.0f%%", ref.keys[i], 100*ref.weights[i])
 	}
 	return "the run's other endpoints (" + strings.Join(parts, ", ") + ")"
 }
