@@ -15,8 +15,12 @@ func (f Figure) failure(confidence float64) string {
 	if f.Name == "error_rate" {
 		unit = "pp"
 	}
-	return fmt.Sprintf("%s regressed: %+.2f%s (%.0f%% CI [%+.2f, %+.2f]%s) beyond the tolerance of %.1f%s; baseline %s, candidate %s",
+	s := fmt.Sprintf("%s regressed: %+.2f%s (%.0f%% CI [%+.2f, %+.2f]%s) beyond the tolerance of %.1f%s; baseline %s, candidate %s",
 		f.tableLabel(), f.ChangePct, unit, 100*confidence, f.CILowPct, f.CIHighPct, unit, f.TolerancePct, unit, f.cells()[0], f.cells()[1])
+	if f.Absolute != nil {
+		s += fmt.Sprintf(" (on its own %+.2f%%)", f.Absolute.ChangePct)
+	}
+	return s
 }
 
 // sentence is a figure's verdict in words, for every JUnit case.

@@ -116,6 +116,11 @@ func TestAgainstOtherEndpoints(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, txt.String())
 		}
 	}
+	for _, c := range rel.Suite().Cases {
+		if c.Name == "auth_login median" && (!strings.HasPrefix(c.Failure, "auth_login median vs other endpoints regressed: ") || !strings.Contains(c.Failure, "(on its own +")) {
+			t.Errorf("JUnit failure %q does not say what was judged", c.Failure)
+		}
+	}
 	var md bytes.Buffer
 	if err := rel.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
