@@ -25,7 +25,9 @@ type Verdict string
 
 // Verdicts. Regression means the change is significant in the bad
 // direction after Holm's correction within the figure's family and its
-// estimate lies beyond the tolerance; Improvement that the whole
+// estimate lies beyond the tolerance (an endpoint's median: its change
+// against the run's other endpoints, with its own estimate beyond half
+// the tolerance too); Improvement that the whole
 // confidence interval lies beyond the tolerance on the good side; Pass
 // that the bad side of the interval stays within the tolerance;
 // Inconclusive anything else.
