@@ -20,10 +20,11 @@ import (
 // inputs as BenchmarkSoak, a fifth to an eighth of their size, each against
 // a fresh exporter with default flags. The peak is the RSS high-water mark
 // of a child process running the attack alone, reset before it (see
-// soak_child_test.go); the scrape is judged by its CPU time, which a loaded machine does not inflate as it does the wall
-// time. Each attack must also reach the exporter's limits where the full
-// one does (dropped series, or refused requests), so the bounds are met
-// with the limits working, not by an input too small to test them.
+// soak_child_test.go); the scrape is judged by its CPU time, which a
+// loaded machine does not inflate as it does the wall time. Each attack
+// must also reach the exporter's limits where the full one does (dropped
+// series, or refused requests), so the bounds are met with the limits
+// working, not by an input too small to test them.
 
 const (
 	soakPeakMiB   = 256
