@@ -1,6 +1,7 @@
-// Package envelope is the root of the envelope module. Its only content is
-// the go:generate list, which `go generate ./...` runs top to bottom: the
-// demo envelope first, then everything generated from it.
+// Package envelope is the root of the envelope module. It holds the list
+// of go:generate commands, which `go generate ./...` runs top to bottom:
+// the demo envelope first, then everything generated from it; and the
+// testdata files the demo embeds (Samples).
 package envelope
 
 // 1. demo envelope (baseline)

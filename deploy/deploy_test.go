@@ -886,33 +886,51 @@ func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 	}
 }
 
-// ignored returns the .dockerignore pattern that excludes file (Docker's
-// rules as far as this file uses them: a pattern matches the path or any
-// of its parent folders; ** matches any number of folders).
+// ignored returns the .dockerignore pattern that excludes file, or "" when
+// the file stays in the context (Docker's rules as far as this file uses
+// them: a pattern matches the path or any of its parent folders; **
+// matches any number of folders; the last matching pattern decides, and
+// one starting with ! takes the file back in).
 func ignored(file string, patterns []string) string {
 	parts := strings.Split(file, "/")
+	excluded := ""
 	for _, pat := range patterns {
-		for i := 1; i <= len(parts); i++ {
-			prefix := strings.Join(parts[:i], "/")
-			if strings.HasPrefix(pat, "**/") {
-				if ok, _ := path.Match(strings.TrimPrefix(pat, "**/"), parts[i-1]); ok {
-					return pat
-				}
-				continue
-			}
-			if ok, _ := path.Match(pat, prefix); ok {
-				return pat
+		keep := strings.HasPrefix(pat, "!")
+		if matchesOrParent(parts, strings.TrimPrefix(pat, "!")) {
+			excluded = pat
+			if keep {
+				excluded = ""
 			}
 		}
 	}
-	return ""
+	return excluded
+}
+
+// matchesOrParent reports whether a .dockerignore pattern matches the path
+// of parts or one of its parent folders.
+func matchesOrParent(parts []string, pat string) bool {
+	for i := 1; i <= len(parts); i++ {
+		if strings.HasPrefix(pat, "**/") {
+			if ok, _ := path.Match(strings.TrimPrefix(pat, "**/"), parts[i-1]); ok {
+				return true
+			}
+			continue
+		}
+		if ok, _ := path.Match(pat, strings.Join(parts[:i], "/")); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func TestIgnoredMatcher(t *testing.T) {
-	pats := []string{"deploy", "**/testdata", "*.test", "exporter"}
+	pats := []string{"deploy", "**/testdata", "!testdata/k6/*.summary.json", "*.test", "exporter"}
 	for file, want := range map[string]string{
 		"deploy/compose/compose.yaml":     "deploy",
 		"internal/k6/testdata/a.ndjson":   "**/testdata",
+		"testdata/k6/a.ndjson":            "**/testdata",
+		"testdata/k6/a.summary.json":      "",
+		"testdata/k6/sub/a.summary.json":  "**/testdata",
 		"cmd/exporter/main.go":            "",
 		"exporter":                        "exporter",
 		"x.test":                          "*.test",

@@ -12,8 +12,8 @@ package exporter
 //	  ./exporter.test -test.run '^$' -test.bench "SoakBombs/^$a\$" -test.benchtime 1x
 //	done
 //
-// TestSoakBombsBounded runs each with 20 senders in a child process and
-// asserts the peak RSS. Both set the soft memory limit serve sets by
+// TestSoakBombsBounded runs each with 20 senders in a child process (see
+// soak_child_test.go) and asserts the peak RSS. Both set the soft memory limit serve sets by
 // default.
 
 import (
@@ -21,13 +21,10 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -148,10 +145,10 @@ func BenchmarkSoakBombs(b *testing.B) {
 // transport, each attack in a child process, and asserts the peak RSS
 // and that every bomb got an answer.
 func TestSoakBombsBounded(t *testing.T) {
-	if a := os.Getenv("SOAK_BOMB"); a != "" {
+	if a, ok := soakChild("TestSoakBombsBounded"); ok {
 		tr, kind, _ := strings.Cut(a, "-")
 		body := bombBody(kind)
-		debug.FreeOSMemory()
+		resetSoakPeak(t) // the body's making is the attacker's
 		st, stop := startSoak(t)
 		defer stop()
 		addr := ""
@@ -164,8 +161,7 @@ func TestSoakBombsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := json.Marshal(map[string]any{"peak_rss_mib": procKiB(t, "VmHWM") / 1024, "answers": got})
-		fmt.Println("SOAK_RESULT " + string(out))
+		reportSoakChild(t, bombResult{Peak: procKiB(t, "VmHWM") / 1024, Answers: got})
 		return
 	}
 	if testing.Short() {
@@ -173,27 +169,19 @@ func TestSoakBombsBounded(t *testing.T) {
 	}
 	for _, tr := range []string{"http", "grpc"} {
 		for _, kind := range []string{"zeros", "forged", "valid"} {
-			cmd := exec.Command(os.Args[0], "-test.run", "^TestSoakBombsBounded$", "-test.v")
-			cmd.Env = append(os.Environ(), "SOAK_BOMB="+tr+"-"+kind)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s-%s: %v\n%s", tr, kind, err, out)
-			}
-			var r struct {
-				Peak    float64        `json:"peak_rss_mib"`
-				Answers map[string]int `json:"answers"`
-			}
-			for _, line := range strings.Split(string(out), "\n") {
-				if v, ok := strings.CutPrefix(line, "SOAK_RESULT "); ok {
-					if err := json.Unmarshal([]byte(v), &r); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			var r bombResult
+			runSoakChild(t, "TestSoakBombsBounded", tr+"-"+kind, &r)
 			t.Logf("%s-%s: peak %.0f MiB, answers %v", tr, kind, r.Peak, r.Answers)
 			if r.Peak == 0 || r.Peak > 256 || r.Answers["error"] > 0 {
 				t.Errorf("%s-%s: peak %.0f MiB (bound 256), answers %v", tr, kind, r.Peak, r.Answers)
 			}
 		}
 	}
+}
+
+// bombResult is what a bomb attack measured: the peak RSS and the count
+// of each answer.
+type bombResult struct {
+	Peak    float64        `json:"peak_rss_mib"`
+	Answers map[string]int `json:"answers"`
 }

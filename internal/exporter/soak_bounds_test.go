@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"runtime/debug"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +18,13 @@ import (
 // The soak bounds (docs/benchmarks.md: peak RSS ≤ 256 MiB per attack, a
 // scrape ≤ 1 s), asserted in CI on reduced attacks: the same hostile
 // inputs as BenchmarkSoak, a fifth to an eighth of their size, each against
-// a fresh exporter with default flags. The peak is this process's RSS
-// high-water mark, reset before each attack; the scrape is judged by its
-// CPU time, which a loaded machine does not inflate as it does the wall
-// time. Each attack must also reach the exporter's limits where the full
-// one does (dropped series, or refused requests), so the bounds are met
-// with the limits working, not by an input too small to test them.
+// a fresh exporter with default flags. The peak is the RSS high-water mark
+// of a child process running the attack alone, reset before it (see
+// soak_child_test.go); the scrape is judged by its CPU time, which a
+// loaded machine does not inflate as it does the wall time. Each attack
+// must also reach the exporter's limits where the full one does (dropped
+// series, or refused requests), so the bounds are met with the limits
+// working, not by an input too small to test them.
 
 const (
 	soakPeakMiB   = 256
@@ -107,63 +107,78 @@ func soakAttacks() []soakAttack {
 	}
 }
 
-// resetPeakRSS resets this process's VmHWM to its current RSS (Linux).
-func resetPeakRSS() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+// soakBound is what one reduced attack measured.
+type soakBound struct {
+	PeakMiB   float64       `json:"peak_rss_mib"`
+	CPU, Wall time.Duration // the slowest of three scrapes
+	Refused   float64       // refused or dropped
 }
 
 func TestSoakBounds(t *testing.T) {
+	if name, ok := soakChild("TestSoakBounds"); ok {
+		reportSoakChild(t, runSoakBound(t, name))
+		return
+	}
 	if testing.Short() {
 		t.Skip("hostile inputs at a fifth to an eighth of the soak's size")
 	}
 	for _, a := range soakAttacks() {
 		t.Run(a.name, func(t *testing.T) {
-			var peak, refused float64
-			var cpu, wall time.Duration
-			ran, ok := false, false
-			// testing.Benchmark gives the soak's helpers their *testing.B;
-			// the attack runs once, later calls return at once.
-			testing.Benchmark(func(b *testing.B) {
-				if ran {
-					return
-				}
-				ran = true
-				debug.FreeOSMemory()
-				if err := resetPeakRSS(); err != nil {
-					b.Skipf("cannot reset the peak RSS: %v", err)
-				}
-				st, stop := startSoak(b)
-				defer stop()
-				refused = a.run(b, st)
-				for range 3 {
-					c0, t0 := cpuTime(), time.Now()
-					resp, err := http.Get(st.base + "/metrics")
-					if err != nil {
-						b.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					_ = resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Fatalf("scrape: %d", resp.StatusCode)
-					}
-					cpu, wall = max(cpu, cpuTime()-c0), max(wall, time.Since(t0))
-				}
-				peak = procKiB(b, "VmHWM") / 1024
-				ok = true
-			})
-			if !ok {
-				t.Fatal("the attack did not complete (see the output above)")
+			var r soakBound
+			runSoakChild(t, "TestSoakBounds", a.name, &r)
+			t.Logf("peak RSS %.0f MiB, slowest scrape %v CPU (%v wall), %g refused or dropped", r.PeakMiB, r.CPU, r.Wall, r.Refused)
+			if r.PeakMiB == 0 || r.PeakMiB > soakPeakMiB {
+				t.Errorf("peak RSS %.0f MiB, bound %d MiB", r.PeakMiB, soakPeakMiB)
 			}
-			t.Logf("peak RSS %.0f MiB, slowest scrape %v CPU (%v wall), %g refused or dropped", peak, cpu, wall, refused)
-			if peak > soakPeakMiB {
-				t.Errorf("peak RSS %.0f MiB, bound %d MiB", peak, soakPeakMiB)
+			if r.CPU > soakScrapeCPU {
+				t.Errorf("slowest scrape took %v of CPU, bound %v", r.CPU, soakScrapeCPU)
 			}
-			if cpu > soakScrapeCPU {
-				t.Errorf("slowest scrape took %v of CPU, bound %v", cpu, soakScrapeCPU)
-			}
-			if refused <= 0 {
+			if r.Refused <= 0 {
 				t.Error("nothing refused or dropped: the attack no longer reaches the exporter's limits")
 			}
 		})
 	}
+}
+
+// runSoakBound runs the reduced attack of that name in this process (a
+// child of TestSoakBounds) and returns what it measured.
+func runSoakBound(t *testing.T, name string) soakBound {
+	i := slices.IndexFunc(soakAttacks(), func(a soakAttack) bool { return a.name == name })
+	if i < 0 {
+		t.Fatalf("no soak attack %q", name)
+	}
+	a := soakAttacks()[i]
+	var r soakBound
+	ran, ok := false, false
+	resetSoakPeak(t)
+	// testing.Benchmark gives the soak's helpers their *testing.B; the
+	// attack runs once, later calls return at once.
+	testing.Benchmark(func(b *testing.B) {
+		if ran {
+			return
+		}
+		ran = true
+		st, stop := startSoak(b)
+		defer stop()
+		r.Refused = a.run(b, st)
+		for range 3 {
+			c0, t0 := cpuTime(), time.Now()
+			resp, err := http.Get(st.base + "/metrics")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("scrape: %d", resp.StatusCode)
+			}
+			r.CPU, r.Wall = max(r.CPU, cpuTime()-c0), max(r.Wall, time.Since(t0))
+		}
+		r.PeakMiB = procKiB(b, "VmHWM") / 1024
+		ok = true
+	})
+	if !ok {
+		t.Fatal("the attack did not complete (see the output above)")
+	}
+	return r
 }

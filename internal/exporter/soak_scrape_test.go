@@ -9,7 +9,8 @@ package exporter
 //	done
 //
 // and at reduced size in TestSoakScrapersBounded, which runs the same
-// attack in a child process and asserts its bounds.
+// attack in a child process (see soak_child_test.go) and asserts its
+// bounds.
 
 import (
 	"bufio"
@@ -19,8 +20,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -266,17 +265,17 @@ func reportScrapeAttack(b *testing.B, a scrapeAttack) {
 // asserts their bounds: memory independent of the number of scrapers,
 // scrapes answered under a header flood.
 func TestSoakScrapersBounded(t *testing.T) {
-	if a := os.Getenv("SOAK_SCRAPE_ATTACK"); a != "" {
+	if a, ok := soakChild("TestSoakScrapersBounded"); ok {
 		var at scrapeAttack
 		if err := json.Unmarshal([]byte(a), &at); err != nil {
 			t.Fatal(err)
 		}
+		resetSoakPeak(t)
 		r, err := runScrapeAttack(t, at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, _ := json.Marshal(r)
-		fmt.Println("SOAK_RESULT " + string(out))
+		reportSoakChild(t, r)
 		return
 	}
 	if testing.Short() {
@@ -309,24 +308,14 @@ func TestSoakScrapersBounded(t *testing.T) {
 	}
 }
 
+// childAttack runs a in a child process and returns what it measured.
 func childAttack(t *testing.T, a scrapeAttack) scrapeResult {
 	t.Helper()
-	spec, _ := json.Marshal(a)
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestSoakScrapersBounded$", "-test.v")
-	cmd.Env = append(os.Environ(), "SOAK_SCRAPE_ATTACK="+string(spec))
-	out, err := cmd.CombinedOutput()
+	spec, err := json.Marshal(a)
 	if err != nil {
-		t.Fatalf("attack %s: %v\n%s", spec, err, out)
+		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "SOAK_RESULT "); ok {
-			var r scrapeResult
-			if err := json.Unmarshal([]byte(v), &r); err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
-	}
-	t.Fatalf("attack %s: no result\n%s", spec, out)
-	return scrapeResult{}
+	var r scrapeResult
+	runSoakChild(t, "TestSoakScrapersBounded", string(spec), &r)
+	return r
 }
