@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
@@ -23,7 +24,7 @@ func demoRuns(n int) []string {
 func TestBaselineCommand(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "envelope.json")
-	code, so, se := captureRun(t, append([]string{"baseline", "--name", "t", "--format", "json", "--out", out}, demoRuns(5)...)...)
+	code, so, se := cmdlinetest.Capture(runCLI, append([]string{"baseline", "--name", "t", "--format", "json", "--out", out}, demoRuns(5)...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
@@ -60,11 +61,11 @@ func TestBaselineCommand(t *testing.T) {
             "max": 100`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, se = captureRun(t, "baseline", "--out", filepath.Join(dir, "x.yaml"), demoRuns(1)[0], other)
+	code, _, se = cmdlinetest.Capture(runCLI, "baseline", "--out", filepath.Join(dir, "x.yaml"), demoRuns(1)[0], other)
 	if code == 0 || !strings.Contains(se, "VUs:") || !strings.Contains(se, "has 100") {
 		t.Errorf("differing VUs: exit %d, stderr %q", code, se)
 	}
-	code, _, se = captureRun(t, "baseline", "--force", "--out", filepath.Join(dir, "x.yaml"), demoRuns(1)[0], other)
+	code, _, se = cmdlinetest.Capture(runCLI, "baseline", "--force", "--out", filepath.Join(dir, "x.yaml"), demoRuns(1)[0], other)
 	if code != 0 || !strings.Contains(se, "accepted with --force") {
 		t.Errorf("--force: exit %d, stderr %q", code, se)
 	}
@@ -74,7 +75,7 @@ func TestBaselineCommand(t *testing.T) {
 // reaches every rule `envelope rules` writes.
 func TestBaselineMatch(t *testing.T) {
 	dir := t.TempDir()
-	code, _, se := captureRun(t, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
+	code, _, se := cmdlinetest.Capture(runCLI, append([]string{"baseline", "--match", `envelope=checkout`, "--out", filepath.Join(dir, "bad.yaml")}, demoRuns(1)...)...)
 	if code != 2 || !strings.Contains(se, "--match") || !strings.Contains(se, "not a list of PromQL label matchers") {
 		t.Errorf("bad match: exit %d, stderr %q", code, se)
 	}
@@ -99,7 +100,7 @@ func TestBaselineMatch(t *testing.T) {
 		t.Errorf("envelope lacks the match:\n%s", b)
 	}
 	rulesDir := filepath.Join(dir, "rules")
-	if code, _, se := captureRun(t, "rules", "--envelope", out, "--out", rulesDir, "--format", "prometheus"); code != 0 {
+	if code, _, se := cmdlinetest.Capture(runCLI, "rules", "--envelope", out, "--out", rulesDir, "--format", "prometheus"); code != 0 {
 		t.Fatalf("rules: exit %d: %s", code, se)
 	}
 	rb, err := os.ReadFile(filepath.Join(rulesDir, "envelope.rules.yaml"))

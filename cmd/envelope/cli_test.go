@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
 )
 
@@ -28,7 +29,7 @@ func TestHelpAndUsageConventions(t *testing.T) {
 		{[]string{"ecs"}, 2, "", "a command is required", true},
 		{[]string{"compare", "--no-such-flag"}, 2, "", "unknown long flag", true},
 	} {
-		code, so, se := captureRun(t, tc.args...)
+		code, so, se := cmdlinetest.Capture(runCLI, tc.args...)
 		if code != tc.code {
 			t.Errorf("%v: exit %d, want %d", tc.args, code, tc.code)
 		}
@@ -58,7 +59,7 @@ func TestFlagHelpListsChoices(t *testing.T) {
 		"backtest":  {"One of: text, json."},
 		"demo":      {"--[no-]serve"},
 	} {
-		code, so, se := captureRun(t, cmd, "--help")
+		code, so, se := cmdlinetest.Capture(runCLI, cmd, "--help")
 		if code != 0 {
 			t.Fatalf("%s --help: exit %d: %s", cmd, code, se)
 		}
@@ -84,7 +85,7 @@ func TestExitCodesAndMissingFiles(t *testing.T) {
 		{"backtest", "--envelope", nope, nope},
 		{"report", "--k6-options", nope, nope},
 	} {
-		code, _, se := captureRun(t, args...)
+		code, _, se := cmdlinetest.Capture(runCLI, args...)
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
@@ -99,14 +100,14 @@ func TestExitCodesAndMissingFiles(t *testing.T) {
 func TestBaselineWarnsOnDuplicateRuns(t *testing.T) {
 	runs := demoRuns(3)
 	out := filepath.Join(t.TempDir(), "e.yaml")
-	code, _, se := captureRun(t, append([]string{"baseline", "--out", out}, append(runs, runs[1])...)...)
+	code, _, se := cmdlinetest.Capture(runCLI, append([]string{"baseline", "--out", out}, append(runs, runs[1])...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
 	if !strings.Contains(se, "has the same content as") || !strings.Contains(se, filepath.Base(runs[1])) {
 		t.Errorf("no duplicate warning: %s", se)
 	}
-	code, _, se = captureRun(t, append([]string{"baseline", "--out", out}, runs...)...)
+	code, _, se = cmdlinetest.Capture(runCLI, append([]string{"baseline", "--out", out}, runs...)...)
 	if code != 0 || strings.Contains(se, "same content") {
 		t.Errorf("distinct runs: exit %d, %s", code, se)
 	}
@@ -136,11 +137,11 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 // one run do not carry over into the next.
 func TestNoFlagStateBetweenRuns(t *testing.T) {
 	file := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz")
-	code, so, se := captureRun(t, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
 	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
 		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)
 	}
-	code, so, se = captureRun(t, "summarize", file)
+	code, so, se = cmdlinetest.Capture(runCLI, "summarize", file)
 	if code != 0 {
 		t.Fatalf("plain: exit %d: %s", code, se)
 	}

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
 // `envelope dashboards` writes the same files go generate commits.
 func TestDashboardsCommand(t *testing.T) {
 	dir := t.TempDir()
-	code, so, se := captureRun(t, "dashboards", "--out", dir)
+	code, so, se := cmdlinetest.Capture(runCLI, "dashboards", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
@@ -52,7 +53,7 @@ func TestDashboardsCommandEnvelope(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	if code, _, se := captureRun(t, "dashboards", "--envelope", path, "--out", out); code != 0 {
+	if code, _, se := cmdlinetest.Capture(runCLI, "dashboards", "--envelope", path, "--out", out); code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
 	ov, err := os.ReadFile(filepath.Join(out, "overview.json"))
@@ -65,7 +66,7 @@ func TestDashboardsCommandEnvelope(t *testing.T) {
 		}
 	}
 
-	code, _, se := captureRun(t, "dashboards", "--envelope", filepath.Join(dir, "missing.yaml"), "--out", out)
+	code, _, se := cmdlinetest.Capture(runCLI, "dashboards", "--envelope", filepath.Join(dir, "missing.yaml"), "--out", out)
 	if code != 2 || !strings.Contains(se, "missing.yaml") {
 		t.Errorf("missing envelope: exit %d, stderr %q; want 2 naming the file", code, se)
 	}

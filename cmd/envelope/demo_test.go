@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
@@ -23,7 +24,7 @@ import (
 // compare, dashboards and the backtest verdicts.
 func TestDemoNoServe(t *testing.T) {
 	dir := t.TempDir()
-	code, so, se := captureRun(t, "demo", "--no-serve", "--out", dir)
+	code, so, se := cmdlinetest.Capture(runCLI, "demo", "--no-serve", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, so, se)
 	}
@@ -251,7 +252,7 @@ func containsClose(vs []float64, want float64) bool {
 // demo --help describes every step the demo runs, and the steps have
 // distinct names (an error says which step failed).
 func TestDemoHelpNamesEveryStep(t *testing.T) {
-	code, so, se := captureRun(t, "demo", "--help")
+	code, so, se := cmdlinetest.Capture(runCLI, "demo", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}

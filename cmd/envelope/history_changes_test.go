@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/history"
 )
@@ -15,7 +16,7 @@ import (
 // changesJSON runs history changes --format json and checks its exit code.
 func changesJSON(t *testing.T, dsn string, wantCode int, args ...string) history.ChangesReport {
 	t.Helper()
-	code, so, se := captureRun(t, append([]string{"history", "--history", dsn, "changes", "--format", "json"}, args...)...)
+	code, so, se := cmdlinetest.Capture(runCLI, append([]string{"history", "--history", dsn, "changes", "--format", "json"}, args...)...)
 	if code != wantCode {
 		t.Fatalf("history changes %v: exit %d, want %d: %s", args, code, wantCode, se)
 	}
@@ -75,7 +76,7 @@ func TestHistoryChangesFixture(t *testing.T) {
 			{"ack", id, "--status", "ignored"},
 			{"changes", "--since", "no-such-commit"},
 		} {
-			if code, _, se := captureRun(t, append([]string{"history", "--history", dsn}, args...)...); code != 2 || se == "" {
+			if code, _, se := cmdlinetest.Capture(runCLI, append([]string{"history", "--history", dsn}, args...)...); code != 2 || se == "" {
 				t.Errorf("%v: exit %d (%s), want 2 with a message", args, code, se)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
@@ -45,10 +46,10 @@ func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
 	dir := t.TempDir()
 	run := func(i int) string { return filepath.Join(fx, fmt.Sprintf("run-%02d.summary.json", i)) }
 	mustRun(t, "history", "--history", dsn, "--test", "mix", "import", "--pattern", "*.summary.json", fx)
-	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
+	if code, _, se := cmdlinetest.Capture(runCLI, "history", "--history", dsn, "rebaseline"); code != 2 || !strings.Contains(se, "no change point is acknowledged or expected") {
 		t.Errorf("rebaseline before any change was accepted: exit %d: %s", code, se)
 	}
-	if code, _, se := captureRun(t, "history", "--history", dsn, "rebaseline", "--since", "0123456789abcdef"); code != 2 || !strings.Contains(se, "no reported change point 0123456789abcdef") {
+	if code, _, se := cmdlinetest.Capture(runCLI, "history", "--history", dsn, "rebaseline", "--since", "0123456789abcdef"); code != 2 || !strings.Contains(se, "no reported change point 0123456789abcdef") {
 		t.Errorf("rebaseline --since an unknown id: exit %d: %s", code, se)
 	}
 	reportMD := filepath.Join(dir, "report", "history.md")
@@ -87,7 +88,7 @@ func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
 	mustRun(t, "history", "--history", dsn, "rebaseline", "--since", id, "--envelope", old, "--format", "json", "--out", got)
 	sameJSON(t, readJSON(t, want), readJSON(t, got), "envelope")
 
-	if code, so, se := captureRun(t, "compare", "--envelope", newEnv, run(25)); code != 0 {
+	if code, so, se := cmdlinetest.Capture(runCLI, "compare", "--envelope", newEnv, run(25)); code != 0 {
 		t.Errorf("compare against the new envelope: exit %d\n%s%s", code, so, se)
 	}
 	mustRun(t, "rules", "--envelope", newEnv, "--out", filepath.Join(dir, "rules"))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
@@ -32,7 +33,7 @@ func historyBackends(t *testing.T, f func(t *testing.T, dsn string)) {
 // mustRun runs the command line and fails unless it exits 0.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()
-	code, so, se := captureRun(t, args...)
+	code, so, se := cmdlinetest.Capture(runCLI, args...)
 	if code != 0 {
 		t.Fatalf("%v: exit %d: %s", args, code, se)
 	}
@@ -131,12 +132,12 @@ func TestHistoryBadFileAmongTen(t *testing.T) {
 		}
 	}
 	historyBackends(t, func(t *testing.T, dsn string) {
-		code, _, se := captureRun(t, "history", "--history", dsn, "--test", "mix", "import", dir)
+		code, _, se := cmdlinetest.Capture(runCLI, "history", "--history", dsn, "--test", "mix", "import", dir)
 		if code != 2 || !strings.Contains(se, "nothing recorded") || !strings.Contains(se, "run-05.summary.json:") ||
 			!strings.Contains(se, `"http_reqs" field "count"`) {
 			t.Errorf("exit %d: %s", code, se)
 		}
-		code, _, se = captureRun(t, "history", "--history", dsn, "list")
+		code, _, se = cmdlinetest.Capture(runCLI, "history", "--history", dsn, "list")
 		// Nothing written: no SQLite file at all, an empty PostgreSQL.
 		if code != 2 || !strings.Contains(se, "holds no runs") && !strings.Contains(se, "does not exist: record runs") {
 			t.Errorf("after a failed import: exit %d: %s", code, se)
@@ -158,7 +159,7 @@ func TestHistoryExcludeBranchesCSV(t *testing.T) {
 	}
 	historyBackends(t, func(t *testing.T, dsn string) {
 		h := []string{"history", "--history", dsn}
-		code, _, se := captureRun(t, append(h, "import", "--from-csv", csvPath)...)
+		code, _, se := cmdlinetest.Capture(runCLI, append(h, "import", "--from-csv", csvPath)...)
 		if code != 2 || !strings.Contains(se, "--test") {
 			t.Errorf("import without --test: exit %d: %s", code, se)
 		}
@@ -207,7 +208,7 @@ func TestHistoryExcludeBranchesCSV(t *testing.T) {
 		if !strings.Contains(md, "### p95 of test checkout (ms), main line: 3 runs") || !strings.Contains(md, "| 2 | 2 | a2 | 2026-01-02T10:00:00Z |  | 710 |") {
 			t.Errorf("show --format markdown:\n%s", md)
 		}
-		if code, _, se := captureRun(t, append(h, "show", "--figure", "auth_login.rps")...); code != 2 || !strings.Contains(se, "an endpoint has only") {
+		if code, _, se := cmdlinetest.Capture(runCLI, append(h, "show", "--figure", "auth_login.rps")...); code != 2 || !strings.Contains(se, "an endpoint has only") {
 			t.Errorf("bad figure: exit %d %s", code, se)
 		}
 	})
@@ -226,7 +227,7 @@ type compareJSON struct {
 
 func parseCompare(t *testing.T, args ...string) (int, compareJSON) {
 	t.Helper()
-	code, so, se := captureRun(t, args...)
+	code, so, se := cmdlinetest.Capture(runCLI, args...)
 	var res compareJSON
 	if err := json.Unmarshal([]byte(so), &res); err != nil {
 		t.Fatalf("%v: exit %d: %v\n%s%s", args, code, err, so, se)
@@ -269,7 +270,7 @@ func TestHistoryCompareMatchesCompare(t *testing.T) {
 			}
 		}
 		junit := filepath.Join(t.TempDir(), "history-junit.xml")
-		code, so, _ := captureRun(t, append(h, "compare", "--branch", "slow", "--candidates", "9", "--format", "junit")...)
+		code, so, _ := cmdlinetest.Capture(runCLI, append(h, "compare", "--branch", "slow", "--candidates", "9", "--format", "junit")...)
 		if err := os.WriteFile(junit, []byte(so), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +278,7 @@ func TestHistoryCompareMatchesCompare(t *testing.T) {
 			t.Errorf("history compare --format junit: exit %d", code)
 		}
 		checkRegressedJUnit(t, junit, "document_upload p99")
-		code, _, se := captureRun(t, append(h, "compare", "--branch", "nowhere")...)
+		code, _, se := cmdlinetest.Capture(runCLI, append(h, "compare", "--branch", "nowhere")...)
 		if code != 2 || !strings.Contains(se, "no run on branch nowhere") {
 			t.Errorf("unknown branch: exit %d %s", code, se)
 		}

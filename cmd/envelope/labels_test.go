@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
 
@@ -20,7 +21,7 @@ func TestBaselineLabelsAndTopology(t *testing.T) {
 	out := filepath.Join(dir, "envelope.yaml")
 	args := append([]string{"baseline", "--params", params, "--endpoint-label", "auth_register=Auth register (Cognito)",
 		"--topology", "runtime=GraalVM native images", "--topology", "load_generator=in-VPC EC2", "--out", out}, demoRuns(5)...)
-	if code, _, se := captureRun(t, args...); code != 0 {
+	if code, _, se := cmdlinetest.Capture(runCLI, args...); code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
 	env, err := envelope.ReadFile(out)
@@ -34,7 +35,7 @@ func TestBaselineLabelsAndTopology(t *testing.T) {
 		t.Errorf("topology %+v", env.Topology)
 	}
 	md := filepath.Join(dir, "report.md")
-	if code, _, se := captureRun(t, "report", "--envelope", out, "--out", md); code != 0 {
+	if code, _, se := cmdlinetest.Capture(runCLI, "report", "--envelope", out, "--out", md); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, se)
 	}
 	b, err := os.ReadFile(md)
@@ -59,7 +60,7 @@ func TestBaselineLabelsAndTopology(t *testing.T) {
 		{[]string{"--endpoint-label", "auth_login"}, "want NAME=LABEL"},
 	} {
 		args := append(append([]string{"baseline", "--out", filepath.Join(dir, "x.yaml")}, tc.args...), demoRuns(3)...)
-		code, _, se := captureRun(t, args...)
+		code, _, se := cmdlinetest.Capture(runCLI, args...)
 		if code != 2 || !strings.Contains(se, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, se, tc.want)
 		}

@@ -151,7 +151,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			readmeServe(t, buildExporter(t), args)
 			continue
 		}
-		code, so, se := captureRun(t, args...)
+		code, so, se := cmdlinetest.Capture(runCLI, args...)
 		want := 0
 		if args[0] == "compare" {
 			want = 1 // run-4 regressed

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 )
 
 // The benchmark report of a per-endpoint test, reproduced from its k6
@@ -14,7 +16,7 @@ func TestReportPerEndpointScenarios(t *testing.T) {
 	td := filepath.Join("..", "..", "internal", "report", "testdata")
 	dir := t.TempDir()
 	md := filepath.Join(dir, "report.md")
-	code, so, se := captureRun(t, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"),
+	code, so, se := cmdlinetest.Capture(runCLI, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"),
 		"--group-by", "name", "--params", filepath.Join(td, "per-endpoint.params.yaml"), "--out", md, filepath.Join(td, "per-endpoint.ndjson.gz"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
@@ -38,12 +40,12 @@ func TestReportPerEndpointScenarios(t *testing.T) {
 		}
 	}
 	// --scenario filters.
-	code, so, se = captureRun(t, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"), "--scenario", "steady",
+	code, so, se = cmdlinetest.Capture(runCLI, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"), "--scenario", "steady",
 		"--out", filepath.Join(dir, "one.md"), filepath.Join(td, "per-endpoint.ndjson.gz"))
 	if code != 0 || !strings.Contains(so, "(1 endpoint, 3 stages)") {
 		t.Errorf("--scenario steady: exit %d, %s %s", code, so, se)
 	}
-	code, _, se = captureRun(t, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"), "--scenario", "nope", filepath.Join(td, "per-endpoint.ndjson.gz"))
+	code, _, se = cmdlinetest.Capture(runCLI, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"), "--scenario", "nope", filepath.Join(td, "per-endpoint.ndjson.gz"))
 	if code != 2 || !strings.Contains(se, `--scenario "nope"`) {
 		t.Errorf("unknown scenario: exit %d, %s", code, se)
 	}

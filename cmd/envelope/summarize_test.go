@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 )
 
 // The JSON shape consumers read: runs[].source/format/duration_s/metrics with
 // k6's stat names, sub-metrics by their k6 names, --stats honoured.
 func TestSummarizeJSON(t *testing.T) {
-	code, so, se := captureRun(t, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count",
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count",
 		"../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz", "../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
@@ -66,7 +68,7 @@ func TestSummarizeJSON(t *testing.T) {
 }
 
 func TestSummarizeText(t *testing.T) {
-	code, so, se := captureRun(t, "summarize", "--group-by", "scenario", "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--group-by", "scenario", "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
@@ -89,15 +91,15 @@ func TestSummarizeBadInput(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, se := captureRun(t, "summarize", bad)
+	code, _, se := cmdlinetest.Capture(runCLI, "summarize", bad)
 	if code == 0 || !strings.Contains(se, bad+`:3: field "data.value"`) {
 		t.Errorf("exit %d, stderr %q", code, se)
 	}
-	code, so, se := captureRun(t, "summarize", "--lenient", "--format", "json", bad)
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--lenient", "--format", "json", bad)
 	if code != 0 || !strings.Contains(so, `"skipped_lines": 1`) || !strings.Contains(se, "skipped bad lines") {
 		t.Errorf("lenient: exit %d, stdout %s, stderr %s", code, so, se)
 	}
-	if code, _, se := captureRun(t, "summarize", "--stats", "p95", bad); code == 0 || !strings.Contains(se, `unknown trend stat "p95"`) {
+	if code, _, se := cmdlinetest.Capture(runCLI, "summarize", "--stats", "p95", bad); code == 0 || !strings.Contains(se, `unknown trend stat "p95"`) {
 		t.Errorf("bad --stats: exit %d, %s", code, se)
 	}
 }
@@ -112,7 +114,7 @@ func TestSummarizeStdin(t *testing.T) {
 	old := os.Stdin
 	os.Stdin = f
 	defer func() { os.Stdin = old }()
-	code, so, se := captureRun(t, "summarize", "--format", "json", "-")
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--format", "json", "-")
 	if code != 0 || !strings.Contains(so, `"source": "-"`) || !strings.Contains(so, `"format": "ndjson"`) {
 		t.Errorf("exit %d, stdout %.200s, stderr %s", code, so, se)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 )
 
 // A window or grouping that cannot apply is said on stderr, not silently
@@ -20,7 +22,7 @@ func TestSummarizeWarnsIgnoredWindow(t *testing.T) {
 		{"plain summary", []string{"../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, se := captureRun(t, append([]string{"summarize"}, tc.args...)...)
+			code, _, se := cmdlinetest.Capture(runCLI, append([]string{"summarize"}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, se)
 			}

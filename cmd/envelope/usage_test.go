@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 )
 
 // Usage errors say what the user most likely meant and whose value did
@@ -23,17 +25,17 @@ func TestUsageMessages(t *testing.T) {
 		{[]string{"compare", "--envelope", summary, "--confidence", "abc", summary}, 2, `--confidence "abc": `},
 		{[]string{"baseline", "--zzzzzz", summary}, 2, "unknown long flag '--zzzzzz'\n"},
 	} {
-		code, _, se := captureRun(t, tc.args...)
+		code, _, se := cmdlinetest.Capture(runCLI, tc.args...)
 		if code != tc.code || !strings.Contains(se, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d and %q", tc.args, code, se, tc.code, tc.want)
 		}
 	}
 	// A warning about the input (one run: no spread) names no code line.
-	code, _, se := captureRun(t, "baseline", "--out", filepath.Join(t.TempDir(), "e.yaml"), summary)
+	code, _, se := cmdlinetest.Capture(runCLI, "baseline", "--out", filepath.Join(t.TempDir(), "e.yaml"), summary)
 	if code != 0 || !strings.Contains(se, "level=WARN") || strings.Contains(se, "source=") {
 		t.Errorf("baseline of one run: exit %d, stderr %q; want a warning without source=", code, se)
 	}
-	code, _, se = captureRun(t, "baseline", "--log.level=debug", "--out", filepath.Join(t.TempDir(), "e.yaml"), summary)
+	code, _, se = cmdlinetest.Capture(runCLI, "baseline", "--log.level=debug", "--out", filepath.Join(t.TempDir(), "e.yaml"), summary)
 	if code != 0 || !strings.Contains(se, "source=") {
 		t.Errorf("baseline at debug level: exit %d, stderr %q; want source lines", code, se)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 )
@@ -28,7 +29,7 @@ var (
 func sixMinEnvelope(t *testing.T) (string, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "envelope.yaml")
-	code, so, se := captureRun(t, "baseline", "--skip-warmup", "3m", "--k6-options", sixMinOptions, "--group-by", "name", "--out", out, sixMinA, sixMinB, sixMinC)
+	code, so, se := cmdlinetest.Capture(runCLI, "baseline", "--skip-warmup", "3m", "--k6-options", sixMinOptions, "--group-by", "name", "--out", out, sixMinA, sixMinB, sixMinC)
 	if code != 0 {
 		t.Fatalf("baseline: exit %d: %s", code, se)
 	}
@@ -74,7 +75,7 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 		{"run shorter than the warm-up", []string{shortRun(t)}, 2, "the run (1m33s) is no longer than the envelope's warm-up (3m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, so, se := captureRun(t, append([]string{"compare", "--envelope", envPath}, tc.args...)...)
+			code, so, se := cmdlinetest.Capture(runCLI, append([]string{"compare", "--envelope", envPath}, tc.args...)...)
 			if tc.code >= 0 && code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, so, se)
 			}

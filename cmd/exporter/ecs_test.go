@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/ecs"
 )
 
@@ -32,7 +33,7 @@ func TestECSRecord(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "snapshots.ndjson")
 	for i, want := range []int{2, 3} {
-		code, so, se := captureRun(t, "ecs", "record", "--ecs.metadata-uri", tmds.URL, "--out", out, "--interval", "10ms", "--count", []string{"2", "1"}[i])
+		code, so, se := cmdlinetest.Capture(runCLI, "ecs", "record", "--ecs.metadata-uri", tmds.URL, "--out", out, "--interval", "10ms", "--count", []string{"2", "1"}[i])
 		if code != 0 || !strings.HasPrefix(so, []string{"2", "1"}[i]+" snapshots appended to "+out) {
 			t.Fatalf("run %d: exit %d, stdout %q, stderr %q", i+1, code, so, se)
 		}
@@ -51,7 +52,7 @@ func TestECSRecord(t *testing.T) {
 	}
 	// Without an endpoint it says how to give one.
 	t.Setenv(ecs.EnvMetadataURI, "")
-	if code, _, se := captureRun(t, "ecs", "record", "--out", out); code != 2 || !strings.Contains(se, "--ecs.metadata-uri") {
+	if code, _, se := cmdlinetest.Capture(runCLI, "ecs", "record", "--out", out); code != 2 || !strings.Contains(se, "--ecs.metadata-uri") {
 		t.Errorf("no endpoint: exit %d, stderr %q", code, se)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/exporter"
 )
 
@@ -46,7 +47,7 @@ func TestServeLimitFlags(t *testing.T) {
 		if f.Name == "k6.series-ttl" {
 			neg = "-1s"
 		}
-		code, _, se := captureRun(t, "serve", "--web.listen-address=127.0.0.1:0", "--"+f.Name+"="+neg)
+		code, _, se := cmdlinetest.Capture(runCLI, "serve", "--web.listen-address=127.0.0.1:0", "--"+f.Name+"="+neg)
 		if code != 2 || !strings.Contains(se, "0 means no limit") {
 			t.Errorf("--%s=-1: exit %d, stderr %q; want 2 and a refusal", f.Name, code, se)
 		}

@@ -99,7 +99,7 @@ func TestReadEnvelopes(t *testing.T) {
 // file fails at once with one clear error and no line-by-line noise.
 func TestServeResultsDetectsFormat(t *testing.T) {
 	summary := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-summary-export.json")
-	code, _, se := captureRun(t, "serve", "--web.listen-address=127.0.0.1:0", "--k6.results", summary)
+	code, _, se := cmdlinetest.Capture(runCLI, "serve", "--web.listen-address=127.0.0.1:0", "--k6.results", summary)
 	if code != 2 || !strings.Contains(se, "a k6 summary file") || strings.Contains(se, "skipped") {
 		t.Errorf("summary file: exit %d, stderr %q", code, se)
 	}
@@ -129,7 +129,7 @@ func TestUsageMessages(t *testing.T) {
 		{[]string{"srve"}, `expected command but got "srve"; did you mean "serve"?`},
 		{[]string{"baseline"}, `expected command but got "baseline"`},
 	} {
-		code, _, se := captureRun(t, tc.args...)
+		code, _, se := cmdlinetest.Capture(runCLI, tc.args...)
 		if code != cmdline.CodeError || !strings.HasPrefix(se, "exporter: ") || !strings.Contains(se, tc.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, se, tc.want)
 		}
@@ -139,7 +139,7 @@ func TestUsageMessages(t *testing.T) {
 // The daemon's command line is serve and ecs record; help says where the
 // offline commands are.
 func TestDaemonCommands(t *testing.T) {
-	code, out, _ := captureRun(t, "--help")
+	code, out, _ := cmdlinetest.Capture(runCLI, "--help")
 	if code != 0 || !strings.Contains(out, "usage: exporter") || !strings.Contains(out, "envelope command") {
 		t.Fatalf("--help: exit %d:\n%s", code, out)
 	}
@@ -153,7 +153,7 @@ func TestDaemonCommands(t *testing.T) {
 			t.Errorf("--help lists %s, an envelope command", c)
 		}
 	}
-	if code, out, _ := captureRun(t, "--version"); code != 0 || !strings.HasPrefix(out, "exporter, version ") {
+	if code, out, _ := cmdlinetest.Capture(runCLI, "--version"); code != 0 || !strings.HasPrefix(out, "exporter, version ") {
 		t.Errorf("--version: exit %d: %s", code, out)
 	}
 }
