@@ -9,6 +9,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // Help is output (stdout, exit 0); a missing command is a usage error
@@ -136,7 +137,7 @@ func TestDemoCompareLinesNameTheRuns(t *testing.T) {
 // Each invocation parses on a fresh app: flags and repeatable values of
 // one run do not carry over into the next.
 func TestNoFlagStateBetweenRuns(t *testing.T) {
-	file := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz")
+	file := fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
 	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--stats", "p(99)", "--submetric", "http_req_duration{method:GET}", file)
 	if code != 0 || !strings.Contains(so, "http_req_duration{method:GET}") || !strings.Contains(so, "p(99)=") {
 		t.Fatalf("with flags: exit %d\nstdout: %s\nstderr: %s", code, so, se)

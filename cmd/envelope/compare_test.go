@@ -10,6 +10,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // cmpRun runs the CLI with stdout and stderr captured.
@@ -101,8 +102,8 @@ func TestReportCommand(t *testing.T) {
 	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
 		t.Fatal(err)
 	}
-	ndjson := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
-	opts := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "script.k6-inspect.json")
+	ndjson := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")
+	opts := fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json")
 
 	code, _, se := cmpRun(t, "report", "--envelope", envPath, "--out", filepath.Join(dir, "env", "report.md"))
 	if code != 0 {

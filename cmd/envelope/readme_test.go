@@ -112,15 +112,16 @@ func TestReadmeWalkthrough(t *testing.T) {
 		}
 		return a
 	}
-	fixtures := map[string]string{
-		"run-1.ndjson.gz":        abs(sixMinA),
-		"run-2.ndjson.gz":        abs(sixMinB),
-		"run-3.ndjson.gz":        abs(sixMinC),
-		"run-4.ndjson.gz":        abs(sixMinRegresed),
-		"script.k6-inspect.json": abs(sixMinOptions),
+	f := sixMin(t)
+	links := map[string]string{
+		"run-1.ndjson.gz":        abs(f.A),
+		"run-2.ndjson.gz":        abs(f.B),
+		"run-3.ndjson.gz":        abs(f.C),
+		"run-4.ndjson.gz":        abs(f.Regressed),
+		"script.k6-inspect.json": abs(f.Options),
 	}
 	dir := t.TempDir()
-	for name, src := range fixtures {
+	for name, src := range links {
 		if err := os.Symlink(src, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // The JSON shape consumers read: runs[].source/format/duration_s/metrics with
 // k6's stat names, sub-metrics by their k6 names, --stats honoured.
 func TestSummarizeJSON(t *testing.T) {
-	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count",
-		"../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz", "../../testdata/k6/generated-v2.2.0/runA-default/runA-summary-export.json")
+	runB := fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
+	runA := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-summary-export.json")
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--format", "json", "--stats", "avg,p(95),p(99.9),count", runB, runA)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
@@ -39,7 +41,7 @@ func TestSummarizeJSON(t *testing.T) {
 		t.Fatalf("%d runs", len(out.Runs))
 	}
 	b, a := out.Runs[0], out.Runs[1]
-	if b.Source != "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz" || b.Format != "ndjson" || b.Mode != "exact" || b.DurationS < 6.79 || b.DurationS > 6.80 {
+	if b.Source != runB || b.Format != "ndjson" || b.Mode != "exact" || b.DurationS < 6.79 || b.DurationS > 6.80 {
 		t.Errorf("run header %+v", b)
 	}
 	d := b.Metrics["http_req_duration{expected_response:true}"]
@@ -68,7 +70,7 @@ func TestSummarizeJSON(t *testing.T) {
 }
 
 func TestSummarizeText(t *testing.T) {
-	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--group-by", "scenario", "../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
+	code, so, se := cmdlinetest.Capture(runCLI, "summarize", "--group-by", "scenario", fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
@@ -106,7 +108,7 @@ func TestSummarizeBadInput(t *testing.T) {
 
 // "-" reads standard input (kingpin passes a lone "-" on as "").
 func TestSummarizeStdin(t *testing.T) {
-	f, err := os.Open("../../testdata/k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz")
+	f, err := os.Open(fixtures.Path(t, "k6/generated-v2.2.0/runB-trendstats-vu-iter/runB-out.ndjson.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

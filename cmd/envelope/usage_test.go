@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
 // Usage errors say what the user most likely meant and whose value did
 // not parse; warnings about the input name no source line of the code.
 func TestUsageMessages(t *testing.T) {
-	summary := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-summary-export.json")
+	summary := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-summary-export.json")
 	for _, tc := range []struct {
 		args []string
 		code int

@@ -15,21 +15,32 @@ import (
 	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
-// Six-minute baseline-mix runs (3 min warm-up, 3 min load).
-var (
-	sixMinA        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.ndjson.gz")
-	sixMinB        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-b.ndjson.gz")
-	sixMinC        = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-c.ndjson.gz")
-	sixMinRegresed = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "regressed-auth-errors.ndjson.gz")
-	sixMinOptions  = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "script-6m.k6-inspect.json")
-)
+// sixMinFiles are the six-minute baseline-mix runs (3 min warm-up, 3 min
+// load): baselines a, b and c, the regressed run, the script's options,
+// and the k6 summary of run a.
+type sixMinFiles struct {
+	A, B, C, Regressed, Options, SummaryA string
+}
+
+func sixMin(t testing.TB) sixMinFiles {
+	t.Helper()
+	const dir = "k6/baseline-mix-v2.2.0/"
+	runs := fixtures.Baselines(t)
+	return sixMinFiles{
+		A: runs[0], B: runs[1], C: runs[2],
+		Regressed: fixtures.Path(t, dir+"regressed-auth-errors.ndjson.gz"),
+		Options:   fixtures.Path(t, dir+"script-6m.k6-inspect.json"),
+		SummaryA:  fixtures.Path(t, dir+"baseline-a.summary.json"),
+	}
+}
 
 // sixMinEnvelope is the envelope of runs a, b and c with the first 3
 // minutes skipped.
 func sixMinEnvelope(t *testing.T) (string, string) {
 	t.Helper()
+	f := sixMin(t)
 	out := filepath.Join(t.TempDir(), "envelope.yaml")
-	code, so, se := cmdlinetest.Capture(runCLI, "baseline", "--skip-warmup", "3m", "--k6-options", sixMinOptions, "--group-by", "name", "--out", out, sixMinA, sixMinB, sixMinC)
+	code, so, se := cmdlinetest.Capture(runCLI, "baseline", "--skip-warmup", "3m", "--k6-options", f.Options, "--group-by", "name", "--out", out, f.A, f.B, f.C)
 	if code != 0 {
 		t.Fatalf("baseline: exit %d: %s", code, se)
 	}
@@ -58,20 +69,21 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 			t.Errorf("run %s measured over %.0fs; want about 180s after the warm-up", r.Source, r.DurationSeconds)
 		}
 	}
+	f := sixMin(t)
 	for _, tc := range []struct {
 		name string
 		args []string
 		code int
 		want string
 	}{
-		{"baseline run passes", []string{sixMinC}, 0, "Result: no regression"},
-		{"window stated", []string{sixMinA}, 0, "first 3m0s of each candidate skipped as warm-up"},
-		{"regressed run", []string{sixMinRegresed}, 1, "regress"},
-		{"whole run on request", []string{"--skip-warmup", "0", sixMinC}, -1, "whole run"},
-		{"json says the window", []string{"--format", "json", sixMinC}, 0, `"skip_warmup": "3m0s"`},
-		{"negative window", []string{"--skip-warmup=-1m", sixMinC}, 2, "non-negative"},
-		{"summary cannot skip", []string{summaryA}, 2, "a summary file holds whole-run figures, so the envelope's warm-up of 3m0s cannot be skipped"},
-		{"summary whole run on request", []string{"--skip-warmup", "0", summaryA}, -1, "whole run"},
+		{"baseline run passes", []string{f.C}, 0, "Result: no regression"},
+		{"window stated", []string{f.A}, 0, "first 3m0s of each candidate skipped as warm-up"},
+		{"regressed run", []string{f.Regressed}, 1, "regress"},
+		{"whole run on request", []string{"--skip-warmup", "0", f.C}, -1, "whole run"},
+		{"json says the window", []string{"--format", "json", f.C}, 0, `"skip_warmup": "3m0s"`},
+		{"negative window", []string{"--skip-warmup=-1m", f.C}, 2, "non-negative"},
+		{"summary cannot skip", []string{f.SummaryA}, 2, "a summary file holds whole-run figures, so the envelope's warm-up of 3m0s cannot be skipped"},
+		{"summary whole run on request", []string{"--skip-warmup", "0", f.SummaryA}, -1, "whole run"},
 		{"run shorter than the warm-up", []string{shortRun(t)}, 2, "the run (1m33s) is no longer than the envelope's warm-up (3m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,14 +101,11 @@ func TestWarmupWindowFollowsTheEnvelope(t *testing.T) {
 	}
 }
 
-// summaryA is the k6 summary of baseline run a.
-var summaryA = filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.summary.json")
-
 // shortRun writes the first 1m33s of the regressed six-minute run: a run
 // stopped before the envelope's 3-minute warm-up ended.
 func shortRun(t *testing.T) string {
 	t.Helper()
-	zr := fixtures.Open(t, sixMinRegresed)
+	zr := fixtures.Open(t, sixMin(t).Regressed)
 	out := filepath.Join(t.TempDir(), "short.ndjson")
 	var b bytes.Buffer
 	var start time.Time

@@ -16,6 +16,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -25,7 +26,7 @@ import (
 func TestServeStdinAndShutdown(t *testing.T) {
 	var e cmdlinetest.LockedBuffer
 	var o bytes.Buffer
-	results := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
+	results := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")
 	code := make(chan int, 1)
 	go func() {
 		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.json", "-", "--k6.results", results}, &o, &e)
@@ -98,12 +99,12 @@ func TestReadEnvelopes(t *testing.T) {
 // serve --k6.results knows a file's format before replaying it: a summary
 // file fails at once with one clear error and no line-by-line noise.
 func TestServeResultsDetectsFormat(t *testing.T) {
-	summary := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-summary-export.json")
+	summary := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-summary-export.json")
 	code, _, se := cmdlinetest.Capture(runCLI, "serve", "--web.listen-address=127.0.0.1:0", "--k6.results", summary)
 	if code != 2 || !strings.Contains(se, "a k6 summary file") || strings.Contains(se, "skipped") {
 		t.Errorf("summary file: exit %d, stderr %q", code, se)
 	}
-	for _, ok := range []string{filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz"), filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")} {
+	for _, ok := range []string{filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runB-trendstats-vu-iter", "runB-out.ndjson.gz"), fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")} {
 		if err := exporter.CheckReplayable(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
@@ -187,7 +188,7 @@ func TestServePushesOTLP(t *testing.T) {
 	defer collector.Close()
 	var e cmdlinetest.LockedBuffer
 	var o bytes.Buffer
-	results := filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson")
+	results := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")
 	code := make(chan int, 1)
 	go func() {
 		code <- runCLI([]string{"serve", "--web.listen-address=127.0.0.1:0", "--k6.results", results,

@@ -20,6 +20,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/fixtures"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -56,7 +57,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 		t.Fatal(err)
 	}
 	followed := filepath.Join(dir, "follow.ndjson")
-	plain, err := os.ReadFile(filepath.Join("..", "..", "testdata", "k6", "generated-v2.2.0", "runA-default", "runA-out.ndjson"))
+	plain, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 		args []string
 		otlp bool
 	}{
-		{"replay", []string{"--k6.results", filepath.Join("..", "..", "testdata", "k6", "baseline-mix-v2.2.0", "baseline-a.ndjson.gz")}, false},
+		{"replay", []string{"--k6.results", fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.ndjson.gz")}, false},
 		{"follow", []string{"--k6.json", followed}, false},
 		{"otlp", nil, true},
 	} {
