@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -104,7 +105,7 @@ func TestDemoNoServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := demo.GeneratedEnvelope()
+	committed, err := fs.ReadFile(demo.FS(), "envelope.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

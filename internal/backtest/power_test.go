@@ -18,7 +18,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
-	"github.com/envelope-dev/envelope/internal/stats"
+	"github.com/envelope-dev/envelope/internal/stats/statstest"
 )
 
 // Detection power of the generated rules, measured as a rate over many
@@ -352,7 +352,7 @@ func powerFailures(outs []powerOutcome) []string {
 		if o.check.measured == 0 {
 			continue
 		}
-		floor := stats.BinomialFloor(len(o.seeds), o.check.measured, 0.005)
+		floor := statstest.BinomialFloor(len(o.seeds), o.check.measured, statstest.GuardRisk)
 		if rate := float64(o.inDeadline()) / float64(len(o.seeds)); rate < floor {
 			fails = append(fails, fmt.Sprintf("%s, %s: %d of %d runs detected within the deadline (%.0f%%), floor %.0f%% (measured %.0f%%); first detections %v",
 				o.scenario, o.check.what, o.inDeadline(), len(o.seeds), 100*rate, 100*floor, 100*o.check.measured, o.first))

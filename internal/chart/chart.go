@@ -413,7 +413,9 @@ func readsAs(label string, v, step float64) bool {
 // CheckTicks reads back every tick label the plot's numeric axes will
 // draw over their final ranges and reports the first that is not the
 // number at its tick's position. Category axes (labels that are names)
-// are skipped. Reports and tests call it on every chart they draw.
+// are skipped. The tests of the packages that draw charts call it on
+// every chart; it lives beside Ticks so that both judge a label with the
+// same readsAs.
 func CheckTicks(p *plot.Plot) error {
 	for _, ax := range []struct {
 		name string

@@ -13,7 +13,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/simulate"
-	"github.com/envelope-dev/envelope/internal/stats"
+	"github.com/envelope-dev/envelope/internal/stats/statstest"
 )
 
 // The power of compare, measured: baselines of simulated k6 runs of the
@@ -250,7 +250,7 @@ func powerTable(rows []powerRow, variant int) string {
 // and the given candidate runs: flagged k of n comparisons in
 // BenchmarkComparePowerDesign (seeds 1–100, and 1001–1100 where n is
 // 200; docs/compare.md). The guard over fewer seeds asserts the binomial
-// lower bound below it (stats.BinomialFloor), never the measurement; a
+// lower bound below it (statstest.BinomialFloor), never the measurement; a
 // ceiling (a rate that must stay low: an endpoint that did not change
 // called a Regression) the binomial upper bound above it.
 type powerFloor struct {
@@ -277,9 +277,9 @@ func (fl powerFloor) rate() float64 {
 // floor, at most it for a ceiling.
 func (fl powerFloor) bound(n int) float64 {
 	if fl.ceiling {
-		return 1 - stats.BinomialFloor(n, 1-fl.rate(), 0.005)
+		return 1 - statstest.BinomialFloor(n, 1-fl.rate(), statstest.GuardRisk)
 	}
-	return stats.BinomialFloor(n, fl.rate(), 0.005)
+	return statstest.BinomialFloor(n, fl.rate(), statstest.GuardRisk)
 }
 
 // powerFloors are the guarded rates (docs/compare.md).

@@ -54,7 +54,8 @@ func HistoryInputs() (in []envelope.Input, commits []string, err error) {
 	return in, commits, nil
 }
 
-// FS is the embedded data: runs/run-N.json, k6-options.json, envelope.yaml.
+// FS is the embedded data: runs/run-N.json, k6-options.json, and
+// envelope.yaml, the committed envelope of the runs.
 func FS() fs.FS { return files }
 
 // RunFiles are the run files in FS, in run order; a fresh slice each
@@ -119,6 +120,3 @@ func SecondEnvelope() (*envelope.Envelope, error) {
 	}
 	return envelope.Compute(in, envelope.Options{Name: SecondName, Match: `envelope="` + SecondName + `"`, Workload: w})
 }
-
-// GeneratedEnvelope is the committed envelope.yaml.
-func GeneratedEnvelope() ([]byte, error) { return files.ReadFile("envelope.yaml") }

@@ -109,7 +109,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := GeneratedEnvelope()
+	got, err := files.ReadFile("envelope.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

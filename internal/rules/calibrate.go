@@ -375,9 +375,19 @@ func latencyBound(q float64, band envelope.Band, rise, n, z float64) LatencyBoun
 	x := envelope.Threshold(band, rise)
 	b := LatencyBound{Quantile: q, BandMin: band.Min, BandMax: band.Max, Rise: rise, Threshold: x, Le: LeValue(x), Tail: round4(1 - q), ExpectedN: n}
 	if n > 0 {
-		b.ExpectedBound = binomialBound(b.Tail, n, z)
+		b.ExpectedBound = b.SlowFractionBound(n, z)
 	}
 	return b
+}
+
+// SlowFractionBound is the share of requests slower than b.Threshold above
+// which the "quantile above X" alert fires over a window holding n
+// requests: the binomial bound the generated expression evaluates, at the
+// calibration's z. Calibration records it at the expected n
+// (ExpectedBound); backtests use it to tell when a regression becomes
+// visible to the rule.
+func (b LatencyBound) SlowFractionBound(n, z float64) float64 {
+	return binomialBound(b.Tail, n, z)
 }
 
 // binomialBound is the one-sided upper bound of a fraction observed over

@@ -1,6 +1,13 @@
-package stats
+// Package statstest holds what the statistical guards in the tests of
+// several packages share: the floor a guard over a few seeds asserts for
+// a rate measured over many more. Only tests import it.
+package statstest
 
 import "math"
+
+// GuardRisk is the risk every guard passes to BinomialFloor: the chance
+// that it fails although the method's true rate is the measured one.
+const GuardRisk = 0.005
 
 // BinomialFloor is the floor a guard over n seeds asserts for a rate
 // measured at p over many more: the smallest share k/n that a method
