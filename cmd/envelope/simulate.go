@@ -31,7 +31,7 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 		}
 		o := simulate.Options{Duration: *dur, Seed: *seed, ErrorRate: *errRate, ThroughputFactor: *tf, TestID: *testid, LatencyFactor: map[string]float64{}}
 		if *variance == "real" {
-			o.Variance = simulate.RealVariance
+			o.Variance = simulate.RealVariance()
 		}
 		for _, s := range *lat {
 			// The factor follows the last '=': endpoint names may hold '='.

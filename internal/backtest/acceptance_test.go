@@ -48,7 +48,7 @@ func BenchmarkAcceptance(b *testing.B) {
 		var lines []string
 		for _, a := range runs {
 			o := a.o
-			o.Duration, o.Variance = runLength, simulate.RealVariance
+			o.Duration, o.Variance = runLength, simulate.RealVariance()
 			if err := simulate.WriteFile(path, env, o); err != nil {
 				b.Fatal(err)
 			}

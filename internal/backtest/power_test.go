@@ -210,7 +210,7 @@ func userEnvelope(tb testing.TB, model *simulate.Model, k int, seed uint64) *env
 	var in []envelope.Input
 	for i := range k {
 		name := fmt.Sprintf("seed%d-base%d.ndjson", seed, i+1)
-		r, err := model.Run(simulate.Options{Seed: seed*1000 + uint64(i) + 1, Duration: runLength, Variance: simulate.RealVariance}, name)
+		r, err := model.Run(simulate.Options{Seed: seed*1000 + uint64(i) + 1, Duration: runLength, Variance: simulate.RealVariance()}, name)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func runPower(tb testing.TB, model *simulate.Model, envFor func(seed uint64) pow
 		wg.Go(func() {
 			for j := range next {
 				opts := j.sc.opts
-				opts.Seed, opts.Duration, opts.Variance = j.seed, runLength, simulate.RealVariance
+				opts.Seed, opts.Duration, opts.Variance = j.seed, runLength, simulate.RealVariance()
 				if j.err = model.WriteFile(path, opts); j.err == nil {
 					j.run, j.err = File(context.Background(), j.pe.env, j.pe.files, path, Options{})
 				}

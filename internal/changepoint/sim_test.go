@@ -103,7 +103,7 @@ func (g *runSimulator) History(tb testing.TB, sc scenario, n int, seed uint64) [
 		g.cacheSeed = seed
 	}
 	g.mu.Unlock()
-	opts := simulate.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: simulate.RealVariance}, n, steps...)
+	opts := simulate.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: simulate.RealVariance()}, n, steps...)
 	var keys []Key
 	byKey := map[Key]*Series{}
 	for i, o := range opts {

@@ -125,7 +125,7 @@ func (pc *powerCounts) row(v, s, k, m int, mk func() powerRow) *powerRow {
 
 // simRun draws one run of the fitted model with the real run-level variance.
 func simRun(fit *simulate.Model, o simulate.Options, seed uint64, name string) (envelope.Input, error) {
-	o.Seed, o.Variance = seed, simulate.RealVariance
+	o.Seed, o.Variance = seed, simulate.RealVariance()
 	r, err := fit.Run(o, name)
 	if err != nil {
 		return envelope.Input{}, err

@@ -162,8 +162,8 @@ func TestAgainstOthersNeedsOwnRise(t *testing.T) {
 // with a note; a candidate lacking one of the other endpoints leaves it
 // out of the reference.
 func TestAgainstOthersFallback(t *testing.T) {
-	base := relRuns(t, simulate.RealVariance, nil, 50, 5)
-	cands := runsOf(relRuns(t, simulate.RealVariance, nil, 60, 2))
+	base := relRuns(t, simulate.RealVariance(), nil, 50, 5)
+	cands := runsOf(relRuns(t, simulate.RealVariance(), nil, 60, 2))
 	opts := Options{reference: refOthersHalf}
 
 	only := relEnvelope(t, base)

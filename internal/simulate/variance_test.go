@@ -67,13 +67,13 @@ func TestRealVarianceEstimate(t *testing.T) {
 	}
 	t.Logf("history (groups 01–10, 11–19+21–22, 23–30): %+v\n%s", vh, componentTable(ch))
 	t.Logf("6-minute baselines a, b, c: %+v\n%s", vb, componentTable(cb))
-	want := vh.Max(vb)
+	want, rv := vh.Max(vb), RealVariance()
 	for _, f := range []struct {
 		name      string
 		got, want float64
-	}{{"latency", RealVariance.Latency, want.Latency}, {"endpoint", RealVariance.Endpoint, want.Endpoint}, {"throughput", RealVariance.Throughput, want.Throughput}} {
+	}{{"latency", rv.Latency, want.Latency}, {"endpoint", rv.Endpoint, want.Endpoint}, {"throughput", rv.Throughput, want.Throughput}} {
 		if math.Abs(f.got-f.want) > 0.0005 {
-			t.Errorf("RealVariance.%s = %.4f, the real runs estimate %.4f", f.name, f.got, f.want)
+			t.Errorf("RealVariance().%s = %.4f, the real runs estimate %.4f", f.name, f.got, f.want)
 		}
 	}
 }
@@ -81,10 +81,10 @@ func TestRealVarianceEstimate(t *testing.T) {
 // A step applies from its run on, multiplying earlier factors; seeds
 // follow the run index.
 func TestSequenceSteps(t *testing.T) {
-	base := Options{Seed: 10, LatencyFactor: map[string]float64{"auth_login": 1.1}, Variance: RealVariance}
+	base := Options{Seed: 10, LatencyFactor: map[string]float64{"auth_login": 1.1}, Variance: RealVariance()}
 	runs := Sequence(base, 5, Step{At: 2, LatencyFactor: map[string]float64{"auth_login": 1.2, "*": 1.5}}, Step{At: 4, ThroughputFactor: 0.9, ErrorRate: 0.01})
 	for i, o := range runs {
-		if o.Seed != 10+uint64(i) || o.Variance != RealVariance {
+		if o.Seed != 10+uint64(i) || o.Variance != RealVariance() {
 			t.Errorf("run %d: seed %d variance %+v", i, o.Seed, o.Variance)
 		}
 		login, all := o.LatencyFactor["auth_login"], o.LatencyFactor["*"]
@@ -142,10 +142,11 @@ func TestRunVarianceRoundTrip(t *testing.T) {
 		}
 		return got
 	}
-	none, real := est(Variance{}), est(RealVariance)
-	t.Logf("no variance: %+v; RealVariance %+v: %+v", none, RealVariance, real)
+	rv := RealVariance()
+	none, real := est(Variance{}), est(rv)
+	t.Logf("no variance: %+v; RealVariance %+v: %+v", none, rv, real)
 	// 39 df: the sd estimate is within about ±25% of the truth.
-	total := math.Hypot(RealVariance.Latency, RealVariance.Endpoint)
+	total := math.Hypot(rv.Latency, rv.Endpoint)
 	if none.Latency > 0.015 || real.Latency < 0.7*total || real.Latency > 1.3*total {
 		t.Errorf("aggregate level sd: %.4f without variance, %.4f with (model %.4f)", none.Latency, real.Latency, total)
 	}
