@@ -2,7 +2,7 @@ package exporter
 
 // Helpers the tests of this package share: serving on loopback,
 // replaying a reader, the prometheus.Collector path over the store, the
-// runs held.
+// runs held, a gRPC client of the OTLP receiver.
 
 import (
 	"context"
@@ -18,6 +18,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/envelope-dev/envelope/internal/k6"
 )
@@ -161,6 +164,20 @@ func serveLoopback(tb testing.TB, s *Server, opts ...serveOption) *served {
 		}
 	})
 	return sv
+}
+
+// dialOTLP opens a gRPC connection to the OTLP receiver at addr with
+// creds (TLS, or insecure.NewCredentials() for plaintext) and returns its
+// metrics client and the connection's close. The caller defers the close
+// where the connection must end: before the receiver stops, or after one
+// export on a fresh connection.
+func dialOTLP(tb testing.TB, addr string, creds credentials.TransportCredentials) (colmetricpb.MetricsServiceClient, func()) {
+	tb.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return colmetricpb.NewMetricsServiceClient(conn), func() { _ = conn.Close() }
 }
 
 // errorsTB records the errors and cleanups of a test, to check what

@@ -40,7 +40,6 @@ import (
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"golang.org/x/crypto/bcrypt"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -616,12 +615,8 @@ func TestHostileGRPC(t *testing.T) {
 	addr := serveLoopback(t, s, grpcReceiver).Addr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close() //nolint:errcheck // test cleanup
-	client := colmetricpb.NewMetricsServiceClient(conn)
+	client, closeConn := dialOTLP(t, addr, insecure.NewCredentials())
+	defer closeConn()
 	req := exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(3, 1)))
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 	defer ccancel()
@@ -715,20 +710,14 @@ func TestHostileGRPCTLS(t *testing.T) {
 	cctx, ccancel := context.WithTimeout(auth, 10*time.Second)
 	defer ccancel()
 
-	tlsConn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: pool})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tlsConn.Close() //nolint:errcheck // test cleanup
-	if _, err := colmetricpb.NewMetricsServiceClient(tlsConn).Export(cctx, req); err != nil {
+	tlsClient, closeTLS := dialOTLP(t, addr, credentials.NewTLS(&tls.Config{RootCAs: pool}))
+	defer closeTLS()
+	if _, err := tlsClient.Export(cctx, req); err != nil {
 		t.Errorf("TLS export with credentials: %v", err)
 	}
-	plain, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close() //nolint:errcheck // test cleanup
-	if _, err := colmetricpb.NewMetricsServiceClient(plain).Export(cctx, req); err == nil {
+	plain, closePlain := dialOTLP(t, addr, insecure.NewCredentials())
+	defer closePlain()
+	if _, err := plain.Export(cctx, req); err == nil {
 		t.Error("plaintext export to the TLS receiver succeeded")
 	}
 	if got := testutil.ToFloat64(s.points.WithLabelValues(SourceOTLP)); got != 1 {

@@ -15,7 +15,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
@@ -93,12 +92,8 @@ func exportCapture(t *testing.T, s *Server, bodies [][]byte, order []int) {
 	defer sv.stop() // its error fails the test at cleanup
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient(sv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close() //nolint:errcheck // test cleanup
-	client := colmetricpb.NewMetricsServiceClient(conn)
+	client, closeConn := dialOTLP(t, sv.Addr, insecure.NewCredentials())
+	defer closeConn() // before sv.stop: deferred later, runs first
 	for _, i := range order {
 		req := &colmetricpb.ExportMetricsServiceRequest{}
 		if err := proto.Unmarshal(bodies[i], req); err != nil {

@@ -18,9 +18,7 @@ import (
 	"testing"
 	"time"
 
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	"golang.org/x/crypto/bcrypt"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -127,14 +125,11 @@ func TestCredentialsRotate(t *testing.T) {
 			peerCert = cs.PeerCertificates[0].Raw
 			return nil
 		}
-		conn, err := grpc.NewClient(gl.Addr, grpc.WithTransportCredentials(credentials.NewTLS(c)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close() //nolint:errcheck // test cleanup
+		client, closeConn := dialOTLP(t, gl.Addr, credentials.NewTLS(c))
+		defer closeConn()
 		cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "authorization", auth), 20*time.Second)
 		defer ccancel()
-		_, err = colmetricpb.NewMetricsServiceClient(conn).Export(cctx, exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(1, 1))))
+		_, err := client.Export(cctx, exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(1, 1))))
 		return status.Code(err), peerCert
 	}
 	check := func(phase, pass string, wantHTTP int, wantGRPC codes.Code, certDir string) {
@@ -266,12 +261,8 @@ func TestGRPCExportDuringPasswordFlood(t *testing.T) {
 	sv := serveLoopback(t, s, grpcReceiver)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := grpc.NewClient(sv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close() //nolint:errcheck // test cleanup
-	client := colmetricpb.NewMetricsServiceClient(conn)
+	client, closeConn := dialOTLP(t, sv.Addr, insecure.NewCredentials())
+	defer closeConn()
 	export := func(auth string, v float64) error {
 		_, err := client.Export(metadata.AppendToOutgoingContext(ctx, "authorization", auth),
 			exportReq(nil, sumMetric("k6_http_reqs", delta, dbl(v, 1))))
