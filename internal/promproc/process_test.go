@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,10 +113,17 @@ func TestToolModule(t *testing.T) {
 		"":             "",
 		"no-such-tool": "",
 	} {
-		got, ok := toolModule(root, name)
-		if got != want || ok != (want != "") {
-			t.Errorf("toolModule(%q) = %q, %t; want %q", name, got, ok, want)
+		got, pkg, ok := toolModule(root, name)
+		if got != want || ok != (want != "") || (ok && toolName(pkg) != name) {
+			t.Errorf("toolModule(%q) = %q, %q, %t; want %q", name, got, pkg, ok, want)
 		}
+	}
+	names, err := Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"prometheus", "promtool", "kustomize", "alertmanager", "amtool"}; !slices.Equal(names, want) {
+		t.Errorf("Tools() = %q, want %q", names, want)
 	}
 	if _, err := GoTool(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "not a tool") {
 		t.Errorf("GoTool(no-such-tool) = %v, want not a tool", err)
@@ -185,5 +193,68 @@ func TestCommandContextKillsGroup(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("not killed 10s after cancel")
+	}
+}
+
+// The promtool GoTool builds has the service discovery of toolTags: it
+// checks the AWS discovery deploy/ecs/prometheus.yml uses and file
+// discovery, and refuses Azure, GCE and Consul discovery as unknown
+// fields, which promtool built without the tags (as `go tool` builds it,
+// ignoring tags even in $GOFLAGS) accepts.
+func TestPromtoolBuildTags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds promtool")
+	}
+	bin, err := GoTool(t.Context(), "promtool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		sd    string
+		known bool
+	}{
+		{"aws_sd_configs: [{region: eu-west-1, role: ecs, port: 9466}]", true},
+		{"file_sd_configs: [{files: [targets.json]}]", true},
+		{"static_configs: [{targets: ['127.0.0.1:9466']}]", true},
+		{"azure_sd_configs: [{subscription_id: s, tenant_id: t, client_id: c, client_secret: x}]", false},
+		{"gce_sd_configs: [{project: p, zone: z}]", false},
+		{"consul_sd_configs: [{server: 'localhost:8500'}]", false},
+	} {
+		cfg := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cfg, []byte("scrape_configs:\n  - job_name: j\n    "+tc.sd+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Command(t.Context(), bin, "check", "config", "--syntax-only", cfg).CombinedOutput()
+		if known := err == nil; known != tc.known {
+			t.Errorf("promtool check config with %s: accepted %t, want %t:\n%s", tc.sd, known, tc.known, out)
+		}
+		if field, _, _ := strings.Cut(tc.sd, ":"); !tc.known && !bytes.Contains(out, []byte(field)) {
+			t.Errorf("promtool check config with %s: the error does not name %s:\n%s", tc.sd, field, out)
+		}
+	}
+}
+
+// A change of toolTags changes the folder of remembered binaries, so a
+// binary built with other tags is never reused.
+func TestToolCacheDirKeyedByTags(t *testing.T) {
+	t.Setenv("ENVELOPE_TOOL_CACHE", t.TempDir())
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := toolCacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := toolTags
+	t.Cleanup(func() { toolTags = saved })
+	toolTags = map[string]string{"prometheus": "remove_all_sd,enable_kubernetes_sd", "promtool": saved["promtool"]}
+	after, err := toolCacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before == after {
+		t.Errorf("toolCacheDir = %s with either tags", before)
 	}
 }
