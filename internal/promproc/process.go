@@ -231,28 +231,34 @@ func toolName(pkg string) string {
 }
 
 // goToolPath runs go with args (buildArgs) in the module folder mod,
-// which builds the tool if needed and prints the cached binary, so the
-// process a test starts and stops is the tool itself, not `go`. The go
-// command dies with the caller (Pdeathsig) and with ctx (its whole
-// process group).
+// which builds the tool if needed and prints its binary in Go's build
+// cache, so the process a test starts and stops is the tool itself, not
+// `go`. The run that builds the binary prints the copy in its own work
+// folder, which it removes when it exits (it stores the binary in the
+// cache too, but names that copy only once it is there, to the next run),
+// so a path that is gone is asked for once more. The go command dies with
+// the caller (Pdeathsig) and with ctx (its whole process group).
 func goToolPath(ctx context.Context, mod string, args []string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", errors.New("no go command to build it")
 	}
-	cmd := Command(ctx, gobin, args...)
-	cmd.Dir = mod
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go %s in %s: %v: %s", strings.Join(args, " "), mod, err, strings.TrimSpace(stderr.String()))
+	var p string
+	for range 2 {
+		cmd := Command(ctx, gobin, args...)
+		cmd.Dir = mod
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("go %s in %s: %v: %s", strings.Join(args, " "), mod, err, strings.TrimSpace(stderr.String()))
+		}
+		p = strings.TrimSpace(string(out))
+		if _, err = os.Stat(p); err == nil {
+			return p, nil
+		}
 	}
-	p := strings.TrimSpace(string(out))
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("go %s printed %q: %w", strings.Join(args, " "), p, err)
-	}
-	return p, nil
+	return "", fmt.Errorf("go %s printed %q, which is gone (is Go's build cache off?)", strings.Join(args, " "), p)
 }
 
 // Command is exec.CommandContext for a child that must not outlive its

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -256,5 +257,39 @@ func TestToolCacheDirKeyedByTags(t *testing.T) {
 	}
 	if before == after {
 		t.Errorf("toolCacheDir = %s with either tags", before)
+	}
+}
+
+// The first build of a tool names a binary that outlives the go command:
+// a tool whose binary is in no build cache yet (its source holds a fresh
+// nonce) is built, found and run.
+func TestGoToolFirstBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a small tool")
+	}
+	dir := t.TempDir()
+	nonce := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for name, body := range map[string]string{
+		"go.mod":            "module example.com/firstbuild\n\ngo 1.26\n\ntool example.com/firstbuild/cmd/hello\n",
+		"go.sum":            "",
+		"cmd/hello/main.go": "package main\n\nfunc main() { println(\"" + nonce + "\") }\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	t.Setenv("ENVELOPE_TOOL_CACHE", t.TempDir())
+	bin, err := GoTool(t.Context(), "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != nonce {
+		t.Errorf("%s: %q, %v; want %s", bin, out, err, nonce)
 	}
 }
