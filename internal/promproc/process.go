@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -140,16 +141,40 @@ func buildArgs(name, pkg string) []string {
 	return append(args, pkg)
 }
 
-// BuildTools builds each named tool (GoTool) and returns the first
-// error. Test packages call it from TestMain, before their tests' timer
-// starts (see promtest.Main).
+// BuildTools builds each named tool (GoTool) and returns the errors.
+// Test packages call it from TestMain, before their tests' timer
+// starts (see promtest.Main). Tools of different modules are built side
+// by side, each module's in the order given: a package that needs
+// Alertmanager builds it while another package holds the lock of the
+// Prometheus module, rather than after its turn there.
 func BuildTools(ctx context.Context, names ...string) error {
-	for _, n := range names {
-		if _, err := GoTool(ctx, n); err != nil {
-			return fmt.Errorf("%s: %w", n, err)
-		}
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
 	}
-	return nil
+	byMod := map[string][]string{}
+	var mods []string
+	for _, n := range names {
+		mod, _, _ := toolModule(root, n) // GoTool reports a name that is no tool
+		if _, ok := byMod[mod]; !ok {
+			mods = append(mods, mod)
+		}
+		byMod[mod] = append(byMod[mod], n)
+	}
+	errs := make([]error, len(mods))
+	var wg sync.WaitGroup
+	for i, mod := range mods {
+		wg.Go(func() {
+			for _, n := range byMod[mod] {
+				if _, err := GoTool(ctx, n); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // toolModules are the folders whose go.mod's tool directive may name a

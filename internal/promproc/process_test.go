@@ -129,6 +129,9 @@ func TestToolModule(t *testing.T) {
 	if _, err := GoTool(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "not a tool") {
 		t.Errorf("GoTool(no-such-tool) = %v, want not a tool", err)
 	}
+	if err := BuildTools(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "no-such-tool: no-such-tool is not a tool") {
+		t.Errorf("BuildTools(no-such-tool) = %v, want not a tool", err)
+	}
 }
 
 func TestToolName(t *testing.T) {

@@ -1,9 +1,9 @@
 // Command buildtools builds every tool of the source tree's tool
 // directives (go.mod's and tools/*/go.mod's) as the tests and `envelope
-// stack` build them (promproc.GoTool: the same build tags, the same
-// remembered paths), one after another. CI runs it before `go test
-// ./...`, so that on a cold build cache the slowest step runs alone and
-// counts against no test binary's timeout.
+// stack` build them (promproc.BuildTools: the same build tags, the same
+// remembered paths). CI runs it before `go test ./...`, so that on a
+// cold build cache the slowest step runs alone and counts against no
+// test binary's timeout.
 package main
 
 import (
