@@ -35,7 +35,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 	latency := cmd.Flag("simulate.latency-factor", "Inject a latency regression into the simulated run: ENDPOINT=FACTOR (* for every endpoint); repeatable.").Strings()
 	errRate := cmd.Flag("simulate.error-rate", "Share of simulated requests that fail.").Default("0").Float64()
 	seed := cmd.Flag("simulate.seed", "Seed of the simulated run.").Default("1").Uint64()
-	promPath := cmd.Flag("prometheus.path", "Prometheus binary (default: prometheus on $PATH, else the module's `go tool prometheus`).").Default("").String()
+	promPath := cmd.Flag("prometheus.path", "Prometheus binary (default: prometheus on $PATH, else the Prometheus of the module's tool directive, built without the cloud service discovery the stack does not use).").Default("").String()
 	amPath := cmd.Flag("alertmanager.path", "Alertmanager binary (default: alertmanager on $PATH, else the source tree's `go tool alertmanager` in tools/alertmanager; without one the stack runs without Alertmanager).").Default("").String()
 	addr := cmd.Flag("web.listen-address", "Exporter address.").Default("127.0.0.1:" + exporter.DefaultPort).String()
 	promAddr := cmd.Flag("prometheus.listen-address", "Prometheus address.").Default("127.0.0.1:9090").String()

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +18,9 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -51,27 +54,27 @@ func Locate(ctx context.Context, name, explicit string) (string, error) {
 }
 
 // GoTool builds (if needed) the module's own copy of a tool named in
-// go.mod's tool directive and returns the path of its binary. Tests use
-// it rather than Locate so that they run the pinned Prometheus version,
-// not whatever $PATH holds.
+// go.mod's tool directive, with the build tags toolTags gives it, and
+// returns the path of its binary. Tests use it rather than Locate so that
+// they run the pinned Prometheus version, not whatever $PATH holds.
 //
 // Every test package of a `go test ./...` run asks for the same tools at
 // about the same time; compiled side by side on a small machine, each
 // copy of Prometheus takes long enough to hit the test timeout. So one
 // process builds a module's tools while the others wait on that module's
 // file lock, and the binary's path is remembered in a cache folder keyed
-// by go.mod, go.sum and the Go version, so later runs start it without
-// calling go at all. The lock is per module: tools of one module share
-// most of their packages (Prometheus and promtool), so one build at a
-// time compiles each once, while a tool of another module (Alertmanager,
-// minutes on a cold cache) never holds up the promtool a package waits
-// for.
+// by go.mod, go.sum, the Go version and the tags, so later runs start it
+// without calling go at all. The lock is per module: tools of one module
+// share most of their packages (Prometheus and promtool), so one build at
+// a time compiles each once, while a tool of another module
+// (Alertmanager, minutes on a cold cache) never holds up the promtool a
+// package waits for.
 func GoTool(ctx context.Context, name string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	mod, ok := toolModule(root, name)
+	mod, pkg, ok := toolModule(root, name)
 	if !ok {
 		return "", fmt.Errorf("%s is not a tool in %s or %s", name, filepath.Join(root, "go.mod"), filepath.Join(root, "tools", "*", "go.mod"))
 	}
@@ -95,9 +98,10 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	if p, ok := readMemo(memo); ok { // built by the process we waited for
 		return p, nil
 	}
-	fmt.Fprintf(os.Stderr, "promproc: building %s from go.mod's tool directive (go tool -n %s in %s); the first run on a cold build cache takes minutes, later runs reuse it\n", name, name, mod)
+	args := buildArgs(name, pkg)
+	fmt.Fprintf(os.Stderr, "promproc: building %s from go.mod's tool directive (go %s in %s); the first run on a cold build cache takes minutes, later runs reuse it\n", name, strings.Join(args, " "), mod)
 	start := time.Now()
-	p, err := goToolPath(ctx, mod, name)
+	p, err := goToolPath(ctx, mod, args)
 	if err != nil {
 		return "", err
 	}
@@ -108,16 +112,71 @@ func GoTool(ctx context.Context, name string) (string, error) {
 	return p, nil
 }
 
-// BuildTools builds each named tool (GoTool) and returns the first
-// error. Test packages call it from TestMain, before their tests' timer
-// starts (see promtest.Main).
-func BuildTools(ctx context.Context, names ...string) error {
-	for _, n := range names {
-		if _, err := GoTool(ctx, n); err != nil {
-			return fmt.Errorf("%s: %w", n, err)
-		}
+// toolTags are the build tags of the copy of a tool that GoTool builds,
+// by tool name; tools not listed are built as `go tool` builds them.
+//
+// Prometheus and promtool link every service-discovery plugin (the
+// Kubernetes client, the AWS, Azure and GCE SDKs and twenty more), most
+// of their cold build. Prometheus's remove_all_sd tag keeps only file
+// and HTTP discovery, and enable_<name>_sd adds one plugin back. The
+// tests and `envelope stack` run Prometheus on configs with
+// static_configs only; promtool also checks deploy/ecs/prometheus.yml,
+// which discovers the ECS tasks with aws_sd_configs, so it keeps AWS (and
+// links the Kubernetes client whatever the tags: its own commands use
+// Kubernetes discovery). Without the plugins, a cold build took 0.36× the
+// CPU time for Prometheus and 0.70× for promtool (docs/builds.md).
+var toolTags = map[string]string{
+	"prometheus": "remove_all_sd",
+	"promtool":   "remove_all_sd,enable_aws_sd",
+}
+
+// buildArgs are the go command's arguments that build the tool name
+// (package pkg) and print its binary's path: `go run` builds as `go tool`
+// does (no debug information, the binary kept in Go's build cache) and
+// also takes build tags, which `go tool` ignores even in $GOFLAGS; its
+// -exec program, echo, receives the binary's path instead of running it.
+func buildArgs(name, pkg string) []string {
+	args := []string{"run", "-exec=echo"}
+	if tags := toolTags[name]; tags != "" {
+		args = append(args, "-tags="+tags)
 	}
-	return nil
+	return append(args, pkg)
+}
+
+// BuildTools builds each named tool (GoTool) and returns the errors.
+// Test packages call it from TestMain, before their tests' timer
+// starts (see promtest.Main). Tools of different modules are built side
+// by side, each module's in the order given: a package that needs
+// Alertmanager builds it while another package holds the lock of the
+// Prometheus module, rather than after its turn there.
+func BuildTools(ctx context.Context, names ...string) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	byMod := map[string][]string{}
+	var mods []string
+	for _, n := range names {
+		mod, _, _ := toolModule(root, n) // GoTool reports a name that is no tool
+		if _, ok := byMod[mod]; !ok {
+			mods = append(mods, mod)
+		}
+		byMod[mod] = append(byMod[mod], n)
+	}
+	errs := make([]error, len(mods))
+	var wg sync.WaitGroup
+	for i, mod := range mods {
+		wg.Go(func() {
+			for _, n := range byMod[mod] {
+				if _, err := GoTool(ctx, n); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", n, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // toolModules are the folders whose go.mod's tool directive may name a
@@ -132,23 +191,43 @@ func toolModules(root string) []string {
 	return dirs
 }
 
-// toolModule returns the first of toolModules whose go.mod lists name.
-func toolModule(root, name string) (string, bool) {
+// toolModule returns the first of toolModules whose go.mod lists name,
+// and the package it names.
+func toolModule(root, name string) (dir, pkg string, ok bool) {
 	for _, dir := range toolModules(root) {
-		if listsTool(dir, name) {
-			return dir, true
+		for _, pkg := range toolPackages(dir) {
+			if toolName(pkg) == name {
+				return dir, pkg, true
+			}
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
-// listsTool reports whether the go.mod in dir has a tool directive naming
-// a package called name, as `go tool` names it.
-func listsTool(dir, name string) bool {
+// Tools returns the names of every tool in the tool directives of the
+// source tree's go.mod files (toolModules), in their order.
+func Tools() ([]string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, dir := range toolModules(root) {
+		for _, pkg := range toolPackages(dir) {
+			names = append(names, toolName(pkg))
+		}
+	}
+	return names, nil
+}
+
+// toolPackages returns the packages named by the tool directives of the
+// go.mod in dir.
+func toolPackages(dir string) []string {
 	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	if err != nil {
-		return false
+		return nil
 	}
+	var pkgs []string
 	in := false
 	for l := range strings.Lines(string(b)) {
 		f := strings.Fields(l)
@@ -157,16 +236,14 @@ func listsTool(dir, name string) bool {
 		case f[0] == "tool" && len(f) > 1 && f[1] == "(":
 			in = true
 		case f[0] == "tool" && len(f) == 2:
-			if toolName(f[1]) == name {
-				return true
-			}
+			pkgs = append(pkgs, f[1])
 		case in && f[0] == ")":
 			in = false
-		case in && toolName(f[0]) == name:
-			return true
+		case in && !strings.HasPrefix(f[0], "//"):
+			pkgs = append(pkgs, f[0])
 		}
 	}
-	return false
+	return pkgs
 }
 
 // toolName is the name `go tool` runs a package by: its last path
@@ -180,28 +257,35 @@ func toolName(pkg string) string {
 	return base
 }
 
-// goToolPath runs `go tool -n name` in the module folder mod, which
-// builds the tool if needed and prints the cached binary, so the process
-// a test starts and stops is the tool itself, not `go`. The go command
-// dies with the caller (Pdeathsig) and with ctx (its whole process group).
-func goToolPath(ctx context.Context, mod, name string) (string, error) {
+// goToolPath runs go with args (buildArgs) in the module folder mod,
+// which builds the tool if needed and prints its binary in Go's build
+// cache, so the process a test starts and stops is the tool itself, not
+// `go`. The run that builds the binary prints the copy in its own work
+// folder, which it removes when it exits (it stores the binary in the
+// cache too, but names that copy only once it is there, to the next run),
+// so a path that is gone is asked for once more. The go command dies with
+// the caller (Pdeathsig) and with ctx (its whole process group).
+func goToolPath(ctx context.Context, mod string, args []string) (string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return "", errors.New("no go command to build it")
 	}
-	cmd := Command(ctx, gobin, "tool", "-n", name)
-	cmd.Dir = mod
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("go tool -n %s in %s: %v: %s", name, mod, err, strings.TrimSpace(stderr.String()))
+	var p string
+	for range 2 {
+		cmd := Command(ctx, gobin, args...)
+		cmd.Dir = mod
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("go %s in %s: %v: %s", strings.Join(args, " "), mod, err, strings.TrimSpace(stderr.String()))
+		}
+		p = strings.TrimSpace(string(out))
+		if _, err = os.Stat(p); err == nil {
+			return p, nil
+		}
 	}
-	p := strings.TrimSpace(string(out))
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("go tool -n %s printed %q: %w", name, p, err)
-	}
-	return p, nil
+	return "", fmt.Errorf("go %s printed %q, which is gone (is Go's build cache off?)", strings.Join(args, " "), p)
 }
 
 // Command is exec.CommandContext for a child that must not outlive its
@@ -217,8 +301,8 @@ func Command(ctx context.Context, bin string, args ...string) *exec.Cmd {
 }
 
 // toolCacheDir is the folder holding the tool paths of this source tree's
-// tool modules (their go.mod and go.sum) under this Go version:
-// $ENVELOPE_TOOL_CACHE, else the user's cache folder.
+// tool modules (their go.mod and go.sum) under this Go version, $GOFLAGS
+// and toolTags: $ENVELOPE_TOOL_CACHE, else the user's cache folder.
 func toolCacheDir(root string) (string, error) {
 	base := os.Getenv("ENVELOPE_TOOL_CACHE")
 	if base == "" {
@@ -238,7 +322,12 @@ func toolCacheDir(root string) (string, error) {
 			h.Write(b)
 		}
 	}
+	// go run applies $GOFLAGS' build flags, and a changed tag must not
+	// reuse a binary built without it.
 	_, _ = fmt.Fprintf(h, "%s %s/%s %s", runtime.Version(), runtime.GOOS, runtime.GOARCH, os.Getenv("GOFLAGS")) // hash writes cannot fail
+	for _, name := range slices.Sorted(maps.Keys(toolTags)) {
+		_, _ = fmt.Fprintf(h, " %s:%s", name, toolTags[name])
+	}
 	dir := filepath.Join(base, hex.EncodeToString(h.Sum(nil))[:16])
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err

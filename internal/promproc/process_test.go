@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -112,13 +114,23 @@ func TestToolModule(t *testing.T) {
 		"":             "",
 		"no-such-tool": "",
 	} {
-		got, ok := toolModule(root, name)
-		if got != want || ok != (want != "") {
-			t.Errorf("toolModule(%q) = %q, %t; want %q", name, got, ok, want)
+		got, pkg, ok := toolModule(root, name)
+		if got != want || ok != (want != "") || (ok && toolName(pkg) != name) {
+			t.Errorf("toolModule(%q) = %q, %q, %t; want %q", name, got, pkg, ok, want)
 		}
+	}
+	names, err := Tools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"prometheus", "promtool", "kustomize", "alertmanager", "amtool"}; !slices.Equal(names, want) {
+		t.Errorf("Tools() = %q, want %q", names, want)
 	}
 	if _, err := GoTool(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "not a tool") {
 		t.Errorf("GoTool(no-such-tool) = %v, want not a tool", err)
+	}
+	if err := BuildTools(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "no-such-tool: no-such-tool is not a tool") {
+		t.Errorf("BuildTools(no-such-tool) = %v, want not a tool", err)
 	}
 }
 
@@ -185,5 +197,102 @@ func TestCommandContextKillsGroup(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("not killed 10s after cancel")
+	}
+}
+
+// The promtool GoTool builds has the service discovery of toolTags: it
+// checks the AWS discovery deploy/ecs/prometheus.yml uses and file
+// discovery, and refuses Azure, GCE and Consul discovery as unknown
+// fields, which promtool built without the tags (as `go tool` builds it,
+// ignoring tags even in $GOFLAGS) accepts.
+func TestPromtoolBuildTags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds promtool")
+	}
+	bin, err := GoTool(t.Context(), "promtool")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		sd    string
+		known bool
+	}{
+		{"aws_sd_configs: [{region: eu-west-1, role: ecs, port: 9466}]", true},
+		{"file_sd_configs: [{files: [targets.json]}]", true},
+		{"static_configs: [{targets: ['127.0.0.1:9466']}]", true},
+		{"azure_sd_configs: [{subscription_id: s, tenant_id: t, client_id: c, client_secret: x}]", false},
+		{"gce_sd_configs: [{project: p, zone: z}]", false},
+		{"consul_sd_configs: [{server: 'localhost:8500'}]", false},
+	} {
+		cfg := filepath.Join(dir, "prometheus.yml")
+		if err := os.WriteFile(cfg, []byte("scrape_configs:\n  - job_name: j\n    "+tc.sd+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Command(t.Context(), bin, "check", "config", "--syntax-only", cfg).CombinedOutput()
+		if known := err == nil; known != tc.known {
+			t.Errorf("promtool check config with %s: accepted %t, want %t:\n%s", tc.sd, known, tc.known, out)
+		}
+		if field, _, _ := strings.Cut(tc.sd, ":"); !tc.known && !bytes.Contains(out, []byte(field)) {
+			t.Errorf("promtool check config with %s: the error does not name %s:\n%s", tc.sd, field, out)
+		}
+	}
+}
+
+// A change of toolTags changes the folder of remembered binaries, so a
+// binary built with other tags is never reused.
+func TestToolCacheDirKeyedByTags(t *testing.T) {
+	t.Setenv("ENVELOPE_TOOL_CACHE", t.TempDir())
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := toolCacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := toolTags
+	t.Cleanup(func() { toolTags = saved })
+	toolTags = map[string]string{"prometheus": "remove_all_sd,enable_kubernetes_sd", "promtool": saved["promtool"]}
+	after, err := toolCacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before == after {
+		t.Errorf("toolCacheDir = %s with either tags", before)
+	}
+}
+
+// The first build of a tool names a binary that outlives the go command:
+// a tool whose binary is in no build cache yet (its source holds a fresh
+// nonce) is built, found and run.
+func TestGoToolFirstBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a small tool")
+	}
+	dir := t.TempDir()
+	nonce := strconv.FormatInt(time.Now().UnixNano(), 10)
+	for name, body := range map[string]string{
+		"go.mod":            "module example.com/firstbuild\n\ngo 1.26\n\ntool example.com/firstbuild/cmd/hello\n",
+		"go.sum":            "",
+		"cmd/hello/main.go": "package main\n\nfunc main() { println(\"" + nonce + "\") }\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	t.Setenv("ENVELOPE_TOOL_CACHE", t.TempDir())
+	bin, err := GoTool(t.Context(), "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != nonce {
+		t.Errorf("%s: %q, %v; want %s", bin, out, err, nonce)
 	}
 }
