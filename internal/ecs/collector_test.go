@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,9 +281,7 @@ func TestTraps(t *testing.T) {
 // TestBadEndpoint: down, slow, garbage and HTTP errors give ecs_up 0 and
 // leave the rest of the registry's series served.
 func TestBadEndpoint(t *testing.T) {
-	down := httptest.NewServer(http.NotFoundHandler())
-	downURL := down.URL
-	down.Close()
+	downURL := refusedURL(t)
 
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -429,4 +429,29 @@ func infoCovers(got map[string]float64, want string) bool {
 
 func newTextLogger(w *bytes.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// refusedURL is a loopback URL whose port stays bound, but not listening,
+// for the test's life: a connection to it is refused, and no server
+// started meanwhile (in this test or another process) can take the port,
+// as it could the port of a closed test server.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	if !ok {
+		t.Fatalf("bound socket's address is a %T", sa)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", in4.Port)
 }
