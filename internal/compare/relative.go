@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -75,7 +75,8 @@ func (c *comparer) relativeTo(stat string) bool {
 type reference struct {
 	keys    []string
 	weights []float64
-	runs    []int // baseline runs (indexes into env.Runs) that carry the endpoint and every other
+	medians []func(*k6.Run) (float64, bool) // each key's median in a candidate run
+	runs    []int                           // baseline runs (indexes into env.Runs) that carry the endpoint and every other
 }
 
 // referenceFor chooses the other endpoints with a median in every
@@ -88,7 +89,7 @@ type reference struct {
 func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 	var runs []int
 	for i, r := range c.env.Runs {
-		if runEndpointStat(r, name, stat) > 0 {
+		if v, _ := runEndpointStat(r, name, stat); v > 0 {
 			runs = append(runs, i)
 		}
 	}
@@ -103,7 +104,8 @@ func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 	for _, o := range keys {
 		ok := true
 		for _, i := range runs {
-			ok = ok && runEndpointStat(c.env.Runs[i], o, "median") > 0
+			m, _ := runEndpointStat(c.env.Runs[i], o, "median")
+			ok = ok && m > 0
 		}
 		get := candStat(endpointMetric(c.env.Endpoints[o]), "med")
 		for _, r := range c.runs {
@@ -112,6 +114,7 @@ func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 		}
 		if ok {
 			ref.keys = append(ref.keys, o)
+			ref.medians = append(ref.medians, get)
 		}
 	}
 	if len(ref.keys) == 0 {
@@ -167,22 +170,6 @@ func (ref reference) String() string {
 	return "the run's other endpoints (" + strings.Join(parts, ", ") + ")"
 }
 
-// runEndpointStat is a baseline run's value of an endpoint statistic, 0
-// when the run lacks it.
-func runEndpointStat(r envelope.RunFigures, name, stat string) float64 {
-	re, ok := r.Endpoints[name]
-	if !ok {
-		return 0
-	}
-	switch stat {
-	case "median":
-		return re.Median
-	case "p99":
-		return re.P99
-	}
-	return re.P95
-}
-
 // againstOthers judges an endpoint figure by the endpoint's level
 // against the run's other endpoints (referenceMode). cv are the
 // candidates' values of the figure. It returns false, with a note, when
@@ -196,7 +183,8 @@ func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) boo
 	var base []stats.RunValue
 	for _, i := range ref.runs {
 		r := c.env.Runs[i]
-		y := math.Log(runEndpointStat(r, name, stat))
+		v, _ := runEndpointStat(r, name, stat)
+		y := math.Log(v)
 		for j, o := range ref.keys {
 			y -= ref.weights[j] * math.Log(r.Endpoints[o].Median)
 		}
@@ -209,7 +197,7 @@ func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) boo
 	for j, r := range c.runs {
 		y, v := math.Log(own[j].X), own[j].LogVar
 		for k, o := range ref.keys {
-			m, _ := candStat(endpointMetric(c.env.Endpoints[o]), "med")(r)
+			m, _ := ref.medians[k](r)
 			y -= ref.weights[k] * math.Log(m)
 			v += ref.weights[k] * ref.weights[k] * c.sampleLogVar(j, o, 0.5)
 		}
@@ -261,17 +249,4 @@ func (c *comparer) requireAbsolute(f *Figure, abs stats.RatioCI) {
 	if f.Verdict == Improvement && abs.Ratio >= 1-need {
 		f.Verdict = Pass
 	}
-}
-
-// sampleLogVar is the sampling variance of ln of candidate j's p
-// quantile of an endpoint, from its samples; NaN without them.
-func (c *comparer) sampleLogVar(j int, endpoint string, p float64) float64 {
-	if j >= len(c.samples) {
-		return math.NaN()
-	}
-	xs := c.samples[j].endpoints[endpoint]
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	return logVarOf(envelope.QuantileInterval(xs, p, sampleConfidence), sampleConfidence)
 }

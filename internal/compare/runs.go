@@ -63,19 +63,26 @@ func quantileOf(stat string) float64 {
 func (c *comparer) candValues(vals []float64, endpoint, stat string) []stats.RunValue {
 	out := make([]stats.RunValue, len(vals))
 	for j, v := range vals {
-		out[j] = stats.RunValue{X: v, LogVar: math.NaN()}
-		if j >= len(c.samples) {
-			continue
-		}
-		xs := c.samples[j].aggregate
-		if endpoint != "" {
-			xs = c.samples[j].endpoints[endpoint]
-		}
-		if len(xs) > 0 {
-			out[j].LogVar = logVarOf(envelope.QuantileInterval(xs, quantileOf(stat), sampleConfidence), sampleConfidence)
-		}
+		out[j] = stats.RunValue{X: v, LogVar: c.sampleLogVar(j, endpoint, quantileOf(stat))}
 	}
 	return out
+}
+
+// sampleLogVar is the sampling variance of ln of candidate j's p
+// quantile of an endpoint ("" is the aggregate), from its samples; NaN
+// without them.
+func (c *comparer) sampleLogVar(j int, endpoint string, p float64) float64 {
+	if j >= len(c.samples) {
+		return math.NaN()
+	}
+	xs := c.samples[j].aggregate
+	if endpoint != "" {
+		xs = c.samples[j].endpoints[endpoint]
+	}
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return logVarOf(envelope.QuantileInterval(xs, p, sampleConfidence), sampleConfidence)
 }
 
 // baseValues are the baseline runs' values of a quantile figure with the
@@ -96,24 +103,29 @@ func (c *comparer) baseValues(endpoint, stat string) []stats.RunValue {
 				v, ci = r.P95, r.P95CI
 			}
 		} else {
-			re, ok := r.Endpoints[endpoint]
-			if !ok {
-				continue
-			}
-			switch stat {
-			case "median":
-				v = re.Median
-			case "p99":
-				v, ci = re.P99, re.P99CI
-			default:
-				v, ci = re.P95, re.P95CI
-			}
+			v, ci = runEndpointStat(r, endpoint, stat)
 		}
 		if v > 0 {
 			out = append(out, stats.RunValue{X: v, LogVar: logVarOf(ci, conf)})
 		}
 	}
 	return out
+}
+
+// runEndpointStat is a baseline run's value of an endpoint statistic and
+// its sampling interval (none for the median); 0 when the run lacks it.
+func runEndpointStat(r envelope.RunFigures, name, stat string) (float64, *envelope.Interval) {
+	re, ok := r.Endpoints[name]
+	if !ok {
+		return 0, nil
+	}
+	switch stat {
+	case "median":
+		return re.Median, nil
+	case "p99":
+		return re.P99, re.P99CI
+	}
+	return re.P95, re.P95CI
 }
 
 // runLevel judges f from per-run values: the run-level log model for
