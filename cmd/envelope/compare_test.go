@@ -51,16 +51,24 @@ func cmpSlowed(t *testing.T, dir string, i int, f float64) string {
 	return path
 }
 
-func TestCompareCommandExitCodes(t *testing.T) {
-	dir := t.TempDir()
+// demoEnvelopeFile writes the demo's envelope into dir and returns its
+// path.
+func demoEnvelopeFile(t *testing.T, dir string) string {
+	t.Helper()
 	env, err := demo.Envelope()
 	if err != nil {
 		t.Fatal(err)
 	}
-	envPath := filepath.Join(dir, "envelope.yaml")
-	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
+	path := filepath.Join(dir, "envelope.yaml")
+	if err := envelope.WriteFile(path, env, envelope.YAML); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+func TestCompareCommandExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	envPath := demoEnvelopeFile(t, dir)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -94,14 +102,7 @@ func TestCompareCommandExitCodes(t *testing.T) {
 
 func TestReportCommand(t *testing.T) {
 	dir := t.TempDir()
-	env, err := demo.Envelope()
-	if err != nil {
-		t.Fatal(err)
-	}
-	envPath := filepath.Join(dir, "envelope.yaml")
-	if err := envelope.WriteFile(envPath, env, envelope.YAML); err != nil {
-		t.Fatal(err)
-	}
+	envPath := demoEnvelopeFile(t, dir)
 	ndjson := fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson")
 	opts := fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json")
 
