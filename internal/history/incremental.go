@@ -34,12 +34,8 @@ func (s *Store) AnalyzeAppended(ctx context.Context, l Line, cfg changepoint.Con
 	if err != nil {
 		return nil, false, err
 	}
-	main := l.MainBranch
-	if main == "" {
-		main = DefaultMainBranch
-	}
-	lineName := "main:" + main
-	if l.Branch != "" && l.Branch != main {
+	lineName := "main:" + l.mainBranch()
+	if !l.onMain() {
 		lineName = "branch:" + l.Branch
 	}
 	a, count, err := s.restore(ctx, l.Test, lineName, runs, cfg)

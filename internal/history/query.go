@@ -60,17 +60,25 @@ type Line struct {
 	WithExcluded bool
 }
 
+// mainBranch is the main line's branch, the default resolved.
+func (l Line) mainBranch() string {
+	if l.MainBranch == "" {
+		return DefaultMainBranch
+	}
+	return l.MainBranch
+}
+
+// onMain reports whether the line is the main line: no branch given, or
+// the main branch.
+func (l Line) onMain() bool { return l.Branch == "" || l.Branch == l.mainBranch() }
+
 // where is the line's SQL condition on runs r, with its arguments.
 func (l Line) where() (string, []any) {
 	conds := []string{"r.test = ?"}
 	args := []any{l.Test}
-	main := l.MainBranch
-	if main == "" {
-		main = DefaultMainBranch
-	}
-	if l.Branch == "" || l.Branch == main {
+	if l.onMain() {
 		conds = append(conds, "(r.branch = ? OR r.branch = '')")
-		args = append(args, main)
+		args = append(args, l.mainBranch())
 	} else {
 		conds = append(conds, "r.branch = ?")
 		args = append(args, l.Branch)
