@@ -25,7 +25,6 @@ type Analysis struct {
 	// no later one (0: each series' last segment): the envelope's latest
 	// run (EnvelopeRun).
 	DriftFrom int
-	cfg       changepoint.Config
 }
 
 // EnvelopeRun is the index of the line's latest run an envelope was made
@@ -74,10 +73,7 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 			}
 		}
 	}
-	if cfg.MinRuns <= 0 {
-		cfg.MinRuns = changepoint.DefaultConfig().MinRuns
-	}
-	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result(), cfg: cfg}, nil
+	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result()}, nil
 }
 
 // lineFigures reads every figure of a line's runs (as Runs lists them)
@@ -250,7 +246,7 @@ func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol *envelo
 // nearest one of its series and direction within the minimum segment.
 func (an *Analysis) match(stored []StoredChange, c changepoint.Change) *StoredChange {
 	var best *StoredChange
-	bestD := an.cfg.MinRuns + 1
+	bestD := an.Analyzer.Config().MinRuns + 1
 	for i := range stored {
 		m := &stored[i]
 		if m.ID == c.ID {

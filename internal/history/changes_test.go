@@ -56,7 +56,11 @@ func TestChangeLifecycle(t *testing.T) {
 // the minimum segment, placed by its commit's current index (a run
 // excluded before it moves it).
 func TestChangeMatch(t *testing.T) {
-	an := &Analysis{Test: "t", cfg: changepoint.Config{MinRuns: 3}}
+	a, err := changepoint.New(changepoint.Config{MinRuns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := &Analysis{Test: "t", Analyzer: a}
 	for i := range 30 {
 		if i == 4 {
 			continue // an excluded run: c12 is now run 11

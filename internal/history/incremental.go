@@ -65,10 +65,7 @@ func (s *Store) AnalyzeAppended(ctx context.Context, l Line, cfg changepoint.Con
 	if err := s.saveCheckpoint(ctx, l.Test, lineName, runs, a); err != nil {
 		return nil, false, err
 	}
-	if cfg.MinRuns <= 0 {
-		cfg.MinRuns = changepoint.DefaultConfig().MinRuns
-	}
-	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: res, cfg: cfg}, count > 0, nil
+	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: res}, count > 0, nil
 }
 
 // lineRefs are a line's runs in commit-time order, each with its id,
