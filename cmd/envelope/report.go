@@ -14,6 +14,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
 	"github.com/envelope-dev/envelope/internal/report"
+	"github.com/envelope-dev/envelope/internal/stagereport"
 )
 
 // reportCommand adds `envelope report`.
@@ -55,7 +56,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 		if *file == "" {
 			return cmdline.WithCode(2, errors.New("report: give a run FILE for the stage report, or --envelope E for the envelope report"))
 		}
-		cfg := report.StageConfig{GroupBy: *groupBy, Baseline: *baseline, BatchMetric: *batchMetric, BatchTag: *batchTag, Status: *status}
+		cfg := stagereport.StageConfig{GroupBy: *groupBy, Baseline: *baseline, BatchMetric: *batchMetric, BatchTag: *batchTag, Status: *status}
 		var err error
 		switch {
 		case *optsPath != "" && *stages != "":
@@ -82,7 +83,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 			}
 		}
 		if *params != "" {
-			if cfg.Params, err = report.LoadParams(*params); err != nil {
+			if cfg.Params, err = stagereport.LoadParams(*params); err != nil {
 				return cmdline.WithCode(2, err)
 			}
 			cfg.EndpointOrder = cfg.Params.Endpoints
@@ -91,7 +92,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 		if err != nil {
 			return cmdline.WithCode(2, err)
 		}
-		r, err := report.BuildStageReport(run.Points, cfg)
+		r, err := stagereport.BuildStageReport(run.Points, cfg)
 		if err != nil {
 			return cmdline.WithCode(2, fmt.Errorf("%s: %w", *file, err))
 		}
@@ -119,7 +120,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 		if md == "" {
 			md = "report.md"
 		}
-		if err := report.WriteStageReport(r, md); err != nil {
+		if err := stagereport.WriteStageReport(r, md); err != nil {
 			return err
 		}
 		c.Printf("stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))

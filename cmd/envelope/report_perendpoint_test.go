@@ -13,7 +13,7 @@ import (
 // inspect file with no scenario named: every endpoint in one report, in
 // the configured order, with the header and free sections of --params.
 func TestReportPerEndpointScenarios(t *testing.T) {
-	td := filepath.Join("..", "..", "internal", "report", "testdata")
+	td := filepath.Join("..", "..", "internal", "stagereport", "testdata")
 	dir := t.TempDir()
 	md := filepath.Join(dir, "report.md")
 	code, so, se := cmdlinetest.Capture(runCLI, "report", "--k6-options", filepath.Join(td, "per-endpoint.k6-inspect.json"),

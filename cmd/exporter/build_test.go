@@ -35,6 +35,7 @@ func TestBuildDeps(t *testing.T) {
 		"github.com/envelope-dev/envelope/internal/rules",
 		"github.com/envelope-dev/envelope/internal/simulate",
 		"github.com/envelope-dev/envelope/internal/stack",
+		"github.com/envelope-dev/envelope/internal/stagereport",
 	}
 	// Whole modules the daemon links nothing of: the chart library, the
 	// dashboard SDK, the SQL drivers. (Matchers are parsed with

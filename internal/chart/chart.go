@@ -464,6 +464,20 @@ type Paths struct {
 	Light, Dark string
 }
 
+// CheckThemedTicks runs CheckTicks on c's plot in every theme
+// WriteThemed draws, and reports every theme's misread label.
+func CheckThemedTicks(c Chart) error {
+	var errs []error
+	for _, th := range Themes() {
+		p, err := c.Plot(th)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, CheckTicks(p))
+	}
+	return errors.Join(errs...)
+}
+
 // WriteThemed writes dir/light/name.png and dir/dark/name.png. The paths
 // it returns are relative to dir's parent, where the report sits:
 // "charts/light/name.png" for dir "out/charts".

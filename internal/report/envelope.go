@@ -1,3 +1,5 @@
+// Package report writes the Markdown reports of a baseline envelope
+// and of a line of history, with their charts in light and dark.
 package report
 
 import (

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/envelope-report")
 
 // TestEnvelopeMarkdownGolden renders the demo envelope and variants of it
 // that take every branch of the report (one run, failures, a noisy

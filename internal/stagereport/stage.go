@@ -1,6 +1,11 @@
-// Package report writes the Markdown and JSON reports: the envelope
-// report and the per-endpoint stage report of one run.
-package report
+// Package stagereport is the per-endpoint, per-stage report of one k6
+// run under a ramping workload such as ramping-arrival-rate. It cuts the
+// run into the windows of the workload's stages, gives each endpoint's
+// latency statistics in each stage, ranks the endpoints by p95 and
+// estimates each one's cost from its effective batch size against a
+// baseline endpoint. It writes the report as Markdown with a latency
+// chart, or as JSON.
+package stagereport
 
 import (
 	"errors"

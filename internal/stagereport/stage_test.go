@@ -1,4 +1,4 @@
-package report
+package stagereport
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
@@ -443,6 +444,11 @@ func TestWriteStageReportChart(t *testing.T) {
 	// standard's box sits below steady's: medians 160 vs 280 ms.
 	if len(c.Boxes) != 4 || !(c.Boxes[3].Median < c.Boxes[0].Median) || !(c.Boxes[0].Q1 <= c.Boxes[0].Median && c.Boxes[0].Median <= c.Boxes[0].Q3) {
 		t.Errorf("boxes %+v", c.Boxes)
+	}
+	// Every tick label of the chart reads as the value at its tick's
+	// position, in both themes.
+	if err := chart.CheckThemedTicks(c); err != nil {
+		t.Error(err)
 	}
 	dir := t.TempDir()
 	md := dir + "/report.md"
