@@ -324,9 +324,13 @@ func TestSimulatedEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fit, err := simulate.Fit(model)
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := func(o simulate.Options, name string) envelope.Input {
 		var buf bytes.Buffer
-		if err := simulate.Write(&buf, model, o); err != nil {
+		if err := fit.Write(&buf, o); err != nil {
 			t.Fatal(err)
 		}
 		in, err := envelope.ReadRun(name, &buf, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})
