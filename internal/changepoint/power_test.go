@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/simulate"
+	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -18,7 +18,7 @@ type scenario struct {
 	name string
 	// steps are the scenario's changes in the simulator's terms; rng is
 	// the history's own stream (a bimodal endpoint's coin per run).
-	steps func(rng *rand.Rand) []simulate.Step
+	steps func(rng *rand.Rand) []simulatetest.Step
 	// truths are the changes to find: the series, the first run at the
 	// new level (0-based), the direction.
 	truths []truth
@@ -39,8 +39,8 @@ type scenario struct {
 
 // latencyStep multiplies endpoint ep's latency by f from run at on (to
 // run until, 0 for good).
-func latencyStep(ep string, at, until int, f float64) simulate.Step {
-	return simulate.Step{At: at, Until: until, LatencyFactor: map[string]float64{ep: f}}
+func latencyStep(ep string, at, until int, f float64) simulatetest.Step {
+	return simulatetest.Step{At: at, Until: until, LatencyFactor: map[string]float64{ep: f}}
 }
 
 type move struct {
@@ -85,7 +85,7 @@ func powerScenarios() []scenario {
 	moved := func(ep string) func(Key) bool { return either(endpointLatency(ep), aggregateLatency) }
 	stepAt := func(name string, ep string, factor float64) scenario {
 		return scenario{name: name, outlier: -1,
-			steps:  func(*rand.Rand) []simulate.Step { return []simulate.Step{latencyStep(ep, 40, 0, factor)} },
+			steps:  func(*rand.Rand) []simulatetest.Step { return []simulatetest.Step{latencyStep(ep, 40, 0, factor)} },
 			moves:  []move{{moved(ep), 40, Regression}},
 			truths: []truth{{hk("p95", ep), 40, Regression}, {hk("median", ep), 40, Regression}}}
 	}
@@ -98,29 +98,31 @@ func powerScenarios() []scenario {
 		stepAt("actor_get +20% from run 41", "actor_get", 1.20),
 		stepAt("auth_login +20% from run 41 (about 340 requests/run)", "auth_login", 1.20),
 		{name: "throughput −3% from run 41", outlier: -1,
-			steps:  func(*rand.Rand) []simulate.Step { return []simulate.Step{{At: 40, ThroughputFactor: 0.97}} },
+			steps:  func(*rand.Rand) []simulatetest.Step { return []simulatetest.Step{{At: 40, ThroughputFactor: 0.97}} },
 			moves:  []move{{rates, 40, Regression}},
 			truths: []truth{{hk("rps", ""), 40, Regression}, {hk("iterations_per_s", ""), 40, Regression}}},
 		{name: "one outlier run (run 41: actor_get ×1.6)", outlier: 40,
-			steps: func(*rand.Rand) []simulate.Step { return []simulate.Step{latencyStep("actor_get", 40, 41, 1.6)} }},
+			steps: func(*rand.Rand) []simulatetest.Step {
+				return []simulatetest.Step{latencyStep("actor_get", 40, 41, 1.6)}
+			}},
 		{name: "two steps 5 runs apart (actor_get +20% from runs 36 and 41)", outlier: -1,
-			steps: func(*rand.Rand) []simulate.Step {
-				return []simulate.Step{latencyStep("actor_get", 35, 0, 1.2), latencyStep("actor_get", 40, 0, 1.2)}
+			steps: func(*rand.Rand) []simulatetest.Step {
+				return []simulatetest.Step{latencyStep("actor_get", 35, 0, 1.2), latencyStep("actor_get", 40, 0, 1.2)}
 			},
 			moves: []move{{moved("actor_get"), 35, Regression}, {moved("actor_get"), 40, Regression}},
 			truths: []truth{{hk("p95", "actor_get"), 35, Regression}, {hk("median", "actor_get"), 35, Regression},
 				{hk("p95", "actor_get"), 40, Regression}, {hk("median", "actor_get"), 40, Regression}}},
 		{name: "drift +1%/run from run 31 (actor_get)", outlier: -1, drift: &driftKey, driftFrom: 30, ignore: either(actor, aggregateLatency),
-			steps: func(*rand.Rand) []simulate.Step {
-				var st []simulate.Step
+			steps: func(*rand.Rand) []simulatetest.Step {
+				var st []simulatetest.Step
 				for i := 30; i < powerRuns; i++ {
 					st = append(st, latencyStep("actor_get", i, 0, 1.01))
 				}
 				return st
 			}},
 		{name: "bimodal endpoint (auth_login ×1.15 on half the runs)", outlier: -1,
-			steps: func(rng *rand.Rand) []simulate.Step {
-				var st []simulate.Step
+			steps: func(rng *rand.Rand) []simulatetest.Step {
+				var st []simulatetest.Step
 				for i := range powerRuns {
 					if rng.Float64() < 0.5 {
 						st = append(st, latencyStep("auth_login", i, i+1, 1.15))

@@ -13,6 +13,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/simulate"
+	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 )
 
 // runSimulator makes simulated histories of one test with the run
@@ -21,7 +22,7 @@ import (
 // clean runs (01–10), each drawn with the run-level variance of real runs
 // (simulate.RealVariance) and the clean runs' mean length, and each run's
 // figures computed as `history record` computes them (envelope.Compute
-// over the one run). A scenario's changes are simulate.Steps.
+// over the one run). A scenario's changes are simulatetest.Steps.
 type runSimulator struct {
 	model *simulate.Model
 	test  string
@@ -89,11 +90,11 @@ func newRunSimulator(tb testing.TB) *runSimulator {
 // history is seeded historySeed(seed)+i, so histories never share a run.
 func historySeed(seed uint64) uint64 { return seed * 1000 }
 
-// History draws n runs under scenario sc: run i is simulate.Sequence's
+// History draws n runs under scenario sc: run i is simulatetest.Sequence's
 // i-th options with the scenario's steps.
 func (g *runSimulator) History(tb testing.TB, sc scenario, n int, seed uint64) []Series {
 	tb.Helper()
-	var steps []simulate.Step
+	var steps []simulatetest.Step
 	if sc.steps != nil {
 		steps = sc.steps(rand.New(rand.NewPCG(seed, 0x7374657073)))
 	}
@@ -103,7 +104,7 @@ func (g *runSimulator) History(tb testing.TB, sc scenario, n int, seed uint64) [
 		g.cacheSeed = seed
 	}
 	g.mu.Unlock()
-	opts := simulate.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: simulate.RealVariance()}, n, steps...)
+	opts := simulatetest.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: simulate.RealVariance()}, n, steps...)
 	var keys []Key
 	byKey := map[Key]*Series{}
 	for i, o := range opts {

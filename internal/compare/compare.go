@@ -54,80 +54,15 @@ type Options struct {
 	// SkipWarmup is the warm-up the loader cut from the candidates' point
 	// streams; the workload check adds it back to compare whole runs.
 	SkipWarmup time.Duration
-
-	// rule and families select the decision rule and the multiplicity
-	// families; the zero values are the defaults. The others are kept so
-	// that the power measurement can show why the defaults were chosen.
-	rule     decisionRule
-	families familyMode
-	// procedure is how an endpoint family's p-values are adjusted;
-	// medianWeight the median's weight under procWeighted (the tails
-	// share the rest).
-	procedure    endpointProcedure
-	medianWeight float64
-	// satterthwaite keeps the run-level interval's Satterthwaite degrees
-	// of freedom, which count the candidates' known sampling variance as
-	// exact, instead of the runs' own n_base + n_cand − 2.
-	satterthwaite bool
-	// reference is what an endpoint's median is judged against;
-	// relativeTails judges its p95 and p99 against the same reference.
-	reference     referenceMode
-	relativeTails bool
 }
 
-// decisionRule is how a figure's interval and p-value make a Regression.
-type decisionRule int
-
-const (
-	// ruleEstimate: the change is significant in the bad direction
-	// (one-sided p of a change beyond 0, Holm within the family) and its
-	// estimate exceeds the tolerance.
-	ruleEstimate decisionRule = iota
-	// ruleHalf: significant in the bad direction and the estimate beyond
-	// half the tolerance.
-	ruleHalf
-	// ruleInterval: the whole interval lies beyond the tolerance and the
-	// one-sided p of a change beyond the tolerance survives Holm across
-	// the family (the rule before per-family control).
-	ruleInterval
-)
-
-// familyMode is which figures share one Holm correction.
-type familyMode int
-
-const (
-	// familiesSplit: the headline figures form one family, each
-	// endpoint's figures another.
-	familiesSplit familyMode = iota
-	// familiesEndpoints: the headline figures one family, all endpoint
-	// figures together another.
-	familiesEndpoints
-	// familiesAll: every figure in one family.
-	familiesAll
-)
-
-// endpointProcedure is the multiplicity procedure within one endpoint's
-// family of median, p95 and p99.
-type endpointProcedure int
-
-const (
-	// procWeighted: weighted Holm, the median a larger share of the
-	// level than each tail (medianWeight, default defaultMedianWeight).
-	procWeighted endpointProcedure = iota
-	// procHolm: Holm's step-down method, equal weights.
-	procHolm
-	// procSequence: median, then p95, then p99, each at the full level
-	// while every earlier one is rejected.
-	procSequence
-)
-
-// defaultMedianWeight is the median's share of the level within an
-// endpoint's family; p95 and p99 share the rest. The median moves most
-// reliably with a slower release, so it is tested at half the level
-// rather than a third; a tail that moves alone is still tested at a
-// quarter, and at half once the median is rejected. Chosen by measured
-// error rates (docs/compare.md).
-const defaultMedianWeight = 0.5
+// medianWeight is the median's share of the level within an endpoint's
+// family; p95 and p99 share the rest. The median moves most reliably
+// with a slower release, so it is tested at half the level rather than a
+// third; a tail that moves alone is still tested at a quarter, and at
+// half once the median is rejected. Chosen by measured error rates
+// (docs/compare.md).
+const medianWeight = 0.5
 
 // Families of figures that share one Holm correction.
 const (
@@ -211,6 +146,11 @@ func (e *WorkloadError) Error() string {
 
 // Compare judges runs against env.
 func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, error) {
+	return compare(env, runs, opts, judgeConfig{})
+}
+
+// compare is Compare with the parts of the judgement jc sets.
+func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfig) (*Result, error) {
 	if env == nil {
 		return nil, errors.New("no envelope")
 	}
@@ -259,8 +199,7 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
 	}
 
-	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, rule: opts.rule, satterthwaite: opts.satterthwaite,
-		procedure: opts.procedure, medianWeight: opts.medianWeight, reference: opts.reference, relativeTails: opts.relativeTails}
+	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, judging: jc.resolved()}
 	c.loadSamples()
 	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
 	c.throughputFigure()
@@ -290,14 +229,15 @@ func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, err
 	if len(names) > 0 && found == 0 && !opts.AllowWorkloadChange {
 		return nil, &WorkloadError{Differences: []string{fmt.Sprintf("none of the envelope's %d endpoints (%s) appear in the candidate runs", len(names), strings.Join(names, ", "))}}
 	}
-	c.decide(opts.families)
+	c.decide()
 	res.sentences()
 	return res, nil
 }
 
-// decide corrects each family's p-values by Holm's method and turns each
+// decide corrects each family's p-values (Holm's method across the
+// headline figures, weighted Holm within each endpoint's) and turns each
 // figure's interval and adjusted p into its verdict.
-func (c *comparer) decide(mode familyMode) {
+func (c *comparer) decide() {
 	res := c.res
 	groups := map[string][]int{}
 	for i := range res.Figures {
@@ -306,29 +246,24 @@ func (c *comparer) decide(mode familyMode) {
 		if f.Endpoint != "" {
 			f.Family = familyEndpoint + " " + f.Endpoint
 		}
-		key := f.Family
-		switch {
-		case mode == familiesAll:
-			key = "all"
-		case mode == familiesEndpoints && f.Endpoint != "":
-			key = familyEndpoint
-		}
+		key := c.judging.family(f)
 		groups[key] = append(groups[key], i)
 	}
 	alpha := (1 - c.tol.Confidence) / 2 // one-sided, matching the two-sided interval
 	for key, idx := range groups {
 		ps := make([]float64, len(idx))
+		names := make([]string, len(idx))
 		for j, i := range idx {
-			ps[j] = res.Figures[i].P
+			ps[j], names[j] = res.Figures[i].P, res.Figures[i].Name
 		}
-		adj := c.adjust(key, idx, ps)
+		adj := c.judging.adjust(key, names, ps)
 		for j, i := range idx {
 			f := &res.Figures[i]
 			f.PHolm = adj[j]
 			significant := f.PHolm < alpha
 			switch {
 			case f.Verdict == NoData:
-			case (c.rule == ruleEstimate || c.rule == ruleHalf) && f.beyond && significant:
+			case f.beyond && significant:
 				f.Verdict = Regression
 			case f.Verdict == Regression && !significant, f.beyond && !significant:
 				f.Verdict = Inconclusive
@@ -341,32 +276,32 @@ func (c *comparer) decide(mode familyMode) {
 	}
 }
 
-// adjust corrects one family's p-values: Holm's method for the headline
-// figures; within an endpoint's family weighted Holm (the median half the
-// level), or the procedure chosen.
-func (c *comparer) adjust(key string, idx []int, ps []float64) []float64 {
-	if !strings.HasPrefix(key, familyEndpoint+" ") {
+// holmWithin corrects one family's p-values: Holm's method across the
+// headline figures; within an endpoint's family weighted Holm, the
+// median at medianWeight of the level (names are the figures' names).
+func holmWithin(family string, names []string, ps []float64) []float64 {
+	if !isEndpointFamily(family) {
 		return stats.Holm(ps)
 	}
-	switch c.procedure {
-	case procHolm:
-		return stats.Holm(ps)
-	case procSequence:
-		return stats.FixedSequence(ps)
-	case procWeighted:
-	}
-	mw := c.medianWeight
-	if mw == 0 {
-		mw = defaultMedianWeight
-	}
-	w := make([]float64, len(idx))
-	for j, i := range idx {
+	return stats.WeightedHolm(ps, endpointWeights(names, medianWeight))
+}
+
+// isEndpointFamily says whether a family is one endpoint's figures.
+func isEndpointFamily(family string) bool {
+	return strings.HasPrefix(family, familyEndpoint+" ")
+}
+
+// endpointWeights are the shares of the level within an endpoint's
+// family: mw for the median, p95 and p99 the rest in equal parts.
+func endpointWeights(names []string, mw float64) []float64 {
+	w := make([]float64, len(names))
+	for j, n := range names {
 		w[j] = (1 - mw) / 2
-		if c.res.Figures[i].Name == "median" {
+		if n == "median" {
 			w[j] = mw
 		}
 	}
-	return stats.WeightedHolm(ps, w)
+	return w
 }
 
 func countTested(ps []float64) int {
@@ -387,22 +322,63 @@ func joinNote(a, b string) string {
 }
 
 type comparer struct {
-	env          *envelope.Envelope
-	runs         []*k6.Run
-	tol          envelope.Tolerance
-	method       string
-	seed         uint64
-	rule         decisionRule
-	procedure    endpointProcedure
-	medianWeight float64
-	// satterthwaite, reference and relativeTails: see Options.
-	satterthwaite bool
-	reference     referenceMode
-	relativeTails bool
-	res           *Result
+	env     *envelope.Envelope
+	runs    []*k6.Run
+	tol     envelope.Tolerance
+	method  string
+	seed    uint64
+	judging judgeConfig
+	res     *Result
 	// samples are each candidate's latency samples, for its own
 	// sampling error (runs from point files only).
 	samples []runSamples
+}
+
+// judgeConfig holds the parts of the judgement as functions: the power
+// measurement substitutes them to set the method beside the alternatives
+// it was chosen over (docs/compare.md). Its zero value is the method;
+// only tests set a field.
+type judgeConfig struct {
+	// evidence is a figure's one-sided p-value and whether its estimate
+	// lies beyond the tolerance in the bad direction: badChange.
+	evidence func(r stats.RatioCI, better string, tol float64) (p float64, beyond bool)
+	// family is the key of the figures that share one correction: the
+	// figure's own family.
+	family func(f *Figure) string
+	// adjust corrects one family's p-values: holmWithin.
+	adjust func(family string, names []string, ps []float64) []float64
+	// interval is the run-level interval of a change: runLevelCI.
+	interval func(base, cand []stats.RunValue, confidence float64) (stats.RatioCI, error)
+	// against says whether an endpoint figure of stat is judged against
+	// the run's other endpoints: the median is, the tails are not.
+	against func(stat string) bool
+	// ownRise is how far an endpoint's own estimate must have risen for
+	// a Regression against the run's other endpoints: half the
+	// tolerance (requireAbsolute).
+	ownRise func(tol float64) float64
+}
+
+// resolved is jc with each part it leaves unset the method's own.
+func (jc judgeConfig) resolved() judgeConfig {
+	if jc.evidence == nil {
+		jc.evidence = badChange
+	}
+	if jc.family == nil {
+		jc.family = func(f *Figure) string { return f.Family }
+	}
+	if jc.adjust == nil {
+		jc.adjust = holmWithin
+	}
+	if jc.interval == nil {
+		jc.interval = runLevelCI
+	}
+	if jc.against == nil {
+		jc.against = func(stat string) bool { return stat == "median" }
+	}
+	if jc.ownRise == nil {
+		jc.ownRise = func(tol float64) float64 { return tol / 2 }
+	}
+	return jc
 }
 
 // candRPS is a run's http_reqs rate, or count over duration.
@@ -514,13 +490,13 @@ func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string
 		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
 	case len(c.endpointRunValues(name, stat)) >= 2:
 		// Each baseline run's own value: the real run-to-run spread.
-		if c.relativeTo(stat) && c.againstOthers(&f, name, stat, cv) {
+		if c.judging.against(stat) && c.againstOthers(&f, name, stat, cv) {
 			break
 		}
 		c.runLevel(&f, c.endpointRunValues(name, stat), c.candValues(cv, name, stat))
 	default:
 		f.Note = "the envelope keeps only this endpoint's band: run-to-run spread estimated from its range"
-		if c.relativeTo(stat) {
+		if c.judging.against(stat) {
 			f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: the envelope keeps no run's endpoint values")
 		}
 		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
@@ -571,10 +547,9 @@ func rangeD2(n int) float64 {
 }
 
 // judge fills the change, interval, MDC, p-value and the verdict the
-// interval alone gives; decide then applies the decision rule with the
-// family's correction. Under the default rule P is the one-sided p of
-// any change in the bad direction, under ruleInterval of a change beyond
-// the tolerance.
+// interval alone gives; decide then applies Holm's correction within the
+// figure's family. P is the one-sided p of any change in the bad
+// direction (badChange).
 func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.ChangePct = 100 * r.Change()
 	f.CILowPct = 100 * (r.Low - 1)
@@ -587,17 +562,8 @@ func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64)
 		detail = rest
 	}
 	f.Method = r.Method + detail
-	margin := 0.0
-	if c.rule == ruleInterval {
-		margin = tol
-	}
-	need := tol
-	if c.rule == ruleHalf {
-		need = tol / 2
-	}
+	f.P, f.beyond = c.judging.evidence(r, better, tol)
 	if better == "lower" {
-		f.P = r.PAbove(margin)
-		f.beyond = r.Ratio > 1+need
 		switch {
 		case r.Low > 1+tol:
 			f.Verdict = Regression
@@ -609,8 +575,6 @@ func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64)
 			f.Verdict = Inconclusive
 		}
 	} else {
-		f.P = r.PBelow(margin)
-		f.beyond = r.Ratio < 1-need
 		switch {
 		case r.High < 1-tol:
 			f.Verdict = Regression
@@ -622,12 +586,19 @@ func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64)
 			f.Verdict = Inconclusive
 		}
 	}
-	if c.rule == ruleInterval {
-		f.beyond = false
-	}
 	if f.Verdict == Inconclusive && r.MDC > tol {
 		f.Note = joinNote(f.Note, fmt.Sprintf("the minimum detectable change %.1f%% exceeds the tolerance %.1f%%: more runs are needed", 100*r.MDC, 100*tol))
 	}
+}
+
+// badChange is a figure's evidence of a change in the bad direction:
+// the one-sided p of any change that way, and whether the estimate lies
+// beyond the tolerance.
+func badChange(r stats.RatioCI, better string, tol float64) (float64, bool) {
+	if better == "lower" {
+		return r.PAbove(0), r.Ratio > 1+tol
+	}
+	return r.PBelow(0), r.Ratio < 1-tol
 }
 
 // errorFigure compares the failed-request ratio with what the envelope

@@ -281,7 +281,7 @@ func TestDecide(t *testing.T) {
 	fig := func(endpoint string, p float64, beyond bool, v Verdict) Figure {
 		return Figure{Name: "p95", Endpoint: endpoint, P: p, beyond: beyond, Verdict: v}
 	}
-	c := &comparer{tol: envelope.DefaultTolerance(), res: &Result{Figures: []Figure{
+	c := &comparer{tol: envelope.DefaultTolerance(), judging: judgeConfig{}.resolved(), res: &Result{Figures: []Figure{
 		fig("", 0.02, true, Inconclusive),   // headline: 0.02 × 2 = 0.04 after Holm: not significant
 		fig("", 0.01, true, Inconclusive),   // 0.01 × 3 = 0.03: not significant
 		fig("", 0.5, false, Pass),           // stays Pass
@@ -291,7 +291,7 @@ func TestDecide(t *testing.T) {
 		fig("b", 0.001, false, Inconclusive), // significant, estimate within tolerance
 		fig("b", math.NaN(), false, NoData),
 	}}}
-	c.decide(familiesSplit)
+	c.decide()
 	want := []Verdict{Inconclusive, Inconclusive, Pass, Regression, Inconclusive, Pass, Inconclusive, NoData}
 	for i, f := range c.res.Figures {
 		if f.Verdict != want[i] {

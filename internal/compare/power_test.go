@@ -63,37 +63,6 @@ func powerSeeds(first uint64, n int) []uint64 {
 	return out
 }
 
-// powerVariant is one decision rule and family choice measured side by side.
-type powerVariant struct {
-	name string
-	opts Options
-}
-
-// powerVariants: the default first, the default before it second, then
-// the alternatives they were chosen over, the last the rule before the
-// Kayenta-like one (interval beyond the tolerance, Holm across every
-// figure, Satterthwaite's degrees of freedom). The variants measured
-// before endpoint medians were judged against the run's other endpoints
-// keep judging them on their own, as measured.
-func powerVariants() []powerVariant {
-	alone := func(o Options) Options { o.reference = refAlone; return o }
-	return []powerVariant{
-		{"default: estimate beyond tolerance and significant; Holm within the headline, weighted Holm within each endpoint (median 1/2, p95 and p99 1/4); an endpoint's median against the run's other endpoints, and its own estimate beyond half the tolerance; runs' df", Options{}},
-		{"the default before: an endpoint's median judged on its own", alone(Options{})},
-		{"the same, endpoint median against the run's other endpoints", Options{reference: refOthers}},
-		{"the same, endpoint median against the other endpoints and its own estimate above 0", Options{reference: refOthersSlower}},
-		{"the same, endpoint median, p95 and p99 against the run's other endpoints", Options{reference: refOthers, relativeTails: true}},
-		{"the same, endpoint median, p95 and p99 against the other endpoints and their own estimates above 0", Options{reference: refOthersSlower, relativeTails: true}},
-		{"medians on their own, Holm within each endpoint (the default before weighted Holm)", alone(Options{procedure: procHolm})},
-		{"medians on their own, weighted Holm, median 0.7, p95 and p99 0.15", alone(Options{medianWeight: 0.7})},
-		{"medians on their own, a fixed sequence within each endpoint (median, p95, p99)", alone(Options{procedure: procSequence})},
-		{"medians on their own, Satterthwaite's df", alone(Options{satterthwaite: true})},
-		{"medians on their own, Holm over the headline and over all endpoint figures together", alone(Options{families: familiesEndpoints, procedure: procHolm})},
-		{"medians on their own, significant and estimate beyond half the tolerance", alone(Options{rule: ruleHalf})},
-		{"before: interval beyond tolerance; Holm over every figure; Satterthwaite's df", alone(Options{rule: ruleInterval, families: familiesAll, satterthwaite: true, procedure: procHolm})},
-	}
-}
-
 // powerRow counts one scenario at one design.
 type powerRow struct {
 	variant            int
@@ -178,7 +147,7 @@ func measurePower(seeds []uint64, baseRuns, candRuns []int, scenarios []powerSce
 			for ki, env := range envs {
 				for mi, m := range candRuns {
 					for vi, v := range variants {
-						res, err := Compare(env, cands[:m], v.opts)
+						res, err := v.variant.compare(env, cands[:m])
 						if err != nil {
 							return nil, fmt.Errorf("seed %d, %s, %d+%d runs: %w", seed, sc.name, baseRuns[ki], m, err)
 						}
@@ -355,9 +324,13 @@ func TestSimulatedEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fit, err := simulate.Fit(model)
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := func(o simulate.Options, name string) envelope.Input {
 		var buf bytes.Buffer
-		if err := simulate.Write(&buf, model, o); err != nil {
+		if err := fit.Write(&buf, o); err != nil {
 			t.Fatal(err)
 		}
 		in, err := envelope.ReadRun(name, &buf, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})

@@ -116,7 +116,7 @@ func TestRealLeaveOneOut(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := Compare(env, []*k6.Run{g[i].Run}, v.opts)
+				res, err := v.variant.compare(env, []*k6.Run{g[i].Run})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +183,7 @@ func TestRealHistoryVariants(t *testing.T) {
 	}
 	for vi, v := range powerVariants() {
 		for i, tc := range cases {
-			res, err := Compare(env, cands[i], v.opts)
+			res, err := v.variant.compare(env, cands[i])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,64 +10,12 @@ import (
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
-// referenceMode is what an endpoint's median is judged against.
-//
-// A run's latency level moves every endpoint of the run together
-// (deployment, placement, neighbours: about 3.6% a run on the real
-// fixture runs, against 1.3% for an endpoint on its own). Judged alone,
-// an endpoint's change carries that shared movement; judged against the
-// other endpoints of the same run, as a canary is judged beside a
-// baseline running at the same time, it cancels. Per run r, the
-// endpoint's own level is
-//
-//	y_r = ln median_{r,e} − Σ_o w_o ln median_{r,o}
-//
-// over the other endpoints o, with the same weights w in the baseline
-// and the candidate runs, so that the reference is one fixed mixture and
-// moves only when the other endpoints do. A change that moves the whole
-// service is the business of the headline figures and of the endpoints'
-// own tails.
-type referenceMode int
-
-const (
-	// refDefault is defaultReference.
-	refDefault referenceMode = iota
-	// refAlone: the endpoint's own values, as the headline figures are.
-	refAlone
-	// refOthers: against the run's other endpoints.
-	refOthers
-	// refOthersSlower: against the other endpoints, and a Regression
-	// only when the endpoint's own estimate rose too.
-	refOthersSlower
-	// refOthersHalf: against the other endpoints, and a Regression only
-	// when the endpoint's own estimate rose beyond half the tolerance.
-	refOthersHalf
-)
-
-// defaultReference is what an endpoint median is judged against by
-// default; chosen by measured error rates (docs/compare.md).
-const defaultReference = refOthersHalf
-
 // Change is a figure's change on its own, when the figure was judged
 // against a reference.
 type Change struct {
 	ChangePct float64 `json:"change_pct"`
 	CILowPct  float64 `json:"ci_low_pct"`
 	CIHighPct float64 `json:"ci_high_pct"`
-}
-
-// mode is the comparison's reference mode, the default resolved.
-func (c *comparer) mode() referenceMode {
-	if c.reference == refDefault {
-		return defaultReference
-	}
-	return c.reference
-}
-
-// relativeTo says whether an endpoint figure of this statistic is judged
-// against the run's other endpoints.
-func (c *comparer) relativeTo(stat string) bool {
-	return c.mode() != refAlone && (stat == "median" || c.relativeTails)
 }
 
 // reference is the fixed mixture of other endpoints an endpoint is
@@ -171,9 +119,25 @@ func (ref reference) String() string {
 }
 
 // againstOthers judges an endpoint figure by the endpoint's level
-// against the run's other endpoints (referenceMode). cv are the
-// candidates' values of the figure. It returns false, with a note, when
-// no reference can be formed: the figure is then judged alone.
+// against the run's other endpoints. cv are the candidates' values of
+// the figure. It returns false, with a note, when no reference can be
+// formed: the figure is then judged alone.
+//
+// A run's latency level moves every endpoint of the run together
+// (deployment, placement, neighbours: about 3.6% a run on the real
+// fixture runs, against 1.3% for an endpoint on its own). Judged alone,
+// an endpoint's change carries that shared movement; judged against the
+// other endpoints of the same run, as a canary is judged beside a
+// baseline running at the same time, it cancels. Per run r, the
+// endpoint's own level is
+//
+//	y_r = ln median_{r,e} − Σ_o w_o ln median_{r,o}
+//
+// over the other endpoints o, with the same weights w in the baseline
+// and the candidate runs, so that the reference is one fixed mixture and
+// moves only when the other endpoints do. A change that moves the whole
+// service is the business of the headline figures and of the endpoints'
+// own tails.
 func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) bool {
 	ref, why, ok := c.referenceFor(name, stat)
 	if !ok {
@@ -227,18 +191,11 @@ func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) boo
 	return true
 }
 
-// requireAbsolute applies the modes that also ask the endpoint's own
-// estimate to have risen: without it the figure is no Regression (nor,
-// the other way, an Improvement).
+// requireAbsolute asks the endpoint's own estimate to have risen too,
+// beyond half the tolerance (judgeConfig.ownRise): without it the figure
+// is no Regression (nor, the other way, an Improvement).
 func (c *comparer) requireAbsolute(f *Figure, abs stats.RatioCI) {
-	var need float64
-	switch c.mode() {
-	case refOthersSlower:
-	case refOthersHalf:
-		need = c.tol.LatencyRise / 2
-	default:
-		return
-	}
+	need := c.judging.ownRise(c.tol.LatencyRise)
 	if f.beyond && abs.Ratio <= 1+need {
 		f.beyond = false
 		if f.Verdict == Regression {

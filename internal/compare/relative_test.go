@@ -63,11 +63,11 @@ func TestAgainstOtherEndpoints(t *testing.T) {
 	shared := simulate.Variance{Latency: 0.15}
 	env := relEnvelope(t, relRuns(t, shared, nil, 10, 5))
 	cands := runsOf(relRuns(t, shared, map[string]float64{"auth_login": 1.2}, 20, 3))
-	alone, err := Compare(env, cands, Options{reference: refAlone})
+	alone, err := variant{reference: refAlone}.compare(env, cands)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel, err := Compare(env, cands, Options{reference: refOthers})
+	rel, err := variant{reference: refOthers}.compare(env, cands)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestAgainstOthersNeedsOwnRise(t *testing.T) {
 		{refOthers, true, ""},
 		{refOthersHalf, false, "is not beyond +5.0%"},
 	} {
-		res, err := Compare(env, cands, Options{reference: tc.mode})
+		res, err := variant{reference: tc.mode}.compare(env, cands)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestAgainstOthersNeedsOwnRise(t *testing.T) {
 func TestAgainstOthersFallback(t *testing.T) {
 	base := relRuns(t, simulate.RealVariance(), nil, 50, 5)
 	cands := runsOf(relRuns(t, simulate.RealVariance(), nil, 60, 2))
-	opts := Options{reference: refOthersHalf}
+	judge := variant{reference: refOthersHalf}
 
 	only := relEnvelope(t, base)
 	for k := range only.Endpoints {
@@ -201,7 +201,7 @@ func TestAgainstOthersFallback(t *testing.T) {
 		{"bands only", bands, cands, "", "judged on its own, not against the run's other endpoints: the envelope keeps no run's endpoint values"},
 		{"a candidate without actor_get", relEnvelope(t, base), lacking, "the run's other endpoints (document_upload 84%, auth_register 16%)", ""},
 	} {
-		res, err := Compare(tc.env, tc.runs, opts)
+		res, err := judge.compare(tc.env, tc.runs)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

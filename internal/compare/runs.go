@@ -165,7 +165,7 @@ func (c *comparer) levelCI(base, cand []stats.RunValue) (stats.RatioCI, error) {
 		}
 		r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
 	} else {
-		r, err = runLevelCI(base, cand, c.tol.Confidence, c.satterthwaite)
+		r, err = c.judging.interval(base, cand, c.tol.Confidence)
 	}
 	return r, err
 }
@@ -290,7 +290,7 @@ func ThroughputMDC(env *envelope.Envelope, k int) (float64, bool) {
 	if !(conf > 0 && conf < 1) {
 		conf = 0.95
 	}
-	r, err := runLevelCI(base, cand, conf, false)
+	r, err := runLevelCI(base, cand, conf)
 	if err != nil || math.IsNaN(r.MDC) {
 		return 0, false
 	}
@@ -300,10 +300,11 @@ func ThroughputMDC(env *envelope.Envelope, k int) (float64, bool) {
 // runLevelCI is the run-level interval compare judges by: on the runs'
 // own n_base + n_cand − 2 degrees of freedom, since the between-run
 // variance rests on them alone however much of a run's variance its
-// samples explain; Satterthwaite's when satterthwaite is set.
-func runLevelCI(base, cand []stats.RunValue, confidence float64, satterthwaite bool) (stats.RatioCI, error) {
+// samples explain (stats.RunLevelLog gives Satterthwaite's, which count
+// the candidates' known sampling variance as exact).
+func runLevelCI(base, cand []stats.RunValue, confidence float64) (stats.RatioCI, error) {
 	r, err := stats.RunLevelLog(base, cand, confidence)
-	if df := float64(len(base) + len(cand) - 2); err == nil && !satterthwaite && r.DF > df {
+	if df := float64(len(base) + len(cand) - 2); err == nil && r.DF > df {
 		r = r.WithDF(df)
 	}
 	return r, err

@@ -66,10 +66,14 @@ func TestRunValuesFromPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	model, err := simulate.Fit(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var in []envelope.Input
 	for seed := range uint64(3) {
 		var buf bytes.Buffer
-		if err := simulate.Write(&buf, base, simulate.Options{Seed: seed + 1}); err != nil {
+		if err := model.Write(&buf, simulate.Options{Seed: seed + 1}); err != nil {
 			t.Fatal(err)
 		}
 		i, err := envelope.ReadRun("sim.ndjson", &buf, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "med", "max", "p(95)", "p(99)", "count"}})

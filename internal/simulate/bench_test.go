@@ -17,7 +17,7 @@ func BenchmarkSixMinutes(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if err := Write(io.Discard, env, Options{Duration: 6 * time.Minute, Seed: 1}); err != nil {
+		if err := write(io.Discard, env, Options{Duration: 6 * time.Minute, Seed: 1}); err != nil {
 			b.Fatal(err)
 		}
 	}

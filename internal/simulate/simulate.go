@@ -62,11 +62,6 @@ type Model struct {
 	Endpoints      []Endpoint
 }
 
-// Quantile of endpoint e's latency (ms), before any regression.
-func (e Endpoint) Quantile(p float64) float64 {
-	return math.Exp(e.Mu + e.Sigma*math.Sqrt2*math.Erfinv(2*p-1))
-}
-
 // Fit builds the model of env: lognormal latencies fitted per endpoint
 // (least squares of log quantiles against normal scores over the median,
 // p95 and p99 bands' midpoints, the average when fewer than two are
@@ -225,23 +220,6 @@ func mixQuantile(eps []Endpoint, p float64) float64 {
 	return math.Sqrt(lo * hi)
 }
 
-// Quantile is the p quantile (ms) of the model's aggregate latency: the
-// share-weighted mixture of its endpoints, before any regression.
-func (m *Model) Quantile(p float64) float64 { return mixQuantile(m.Endpoints, p) }
-
-// Check names the aggregate figures of the model (median, p95, p99 of
-// the mixture) that fall outside the envelope's bands; empty when the
-// model reproduces them all.
-func (m *Model) Check(env *envelope.Envelope) []string {
-	var out []string
-	for _, t := range aggTargets(env.Latency) {
-		if q := m.Quantile(t.p); q < t.band.Min || q > t.band.Max {
-			out = append(out, fmt.Sprintf("aggregate %s %.1f ms outside the envelope band %.1f–%.1f ms", t.name, q, t.band.Min, t.band.Max))
-		}
-	}
-	return out
-}
-
 type aggTarget struct {
 	name string
 	p    float64
@@ -360,15 +338,6 @@ func fitShares(m *Model, l envelope.Latency, n float64) {
 		}
 	}
 	set(best)
-}
-
-// Write simulates one run of env with o into w as NDJSON.
-func Write(w io.Writer, env *envelope.Envelope, o Options) error {
-	m, err := Fit(env)
-	if err != nil {
-		return err
-	}
-	return m.Write(w, o)
 }
 
 // Write simulates one run of the model with o into w as NDJSON: the runs

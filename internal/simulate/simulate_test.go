@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -21,12 +22,26 @@ func demoEnvelope(t *testing.T) *envelope.Envelope {
 	return env
 }
 
+// write simulates one run of env with o into w as NDJSON.
+func write(w io.Writer, env *envelope.Envelope, o Options) error {
+	m, err := Fit(env)
+	if err != nil {
+		return err
+	}
+	return m.Write(w, o)
+}
+
+// quantile is endpoint e's latency quantile (ms), before any regression.
+func (e Endpoint) quantile(p float64) float64 {
+	return math.Exp(e.Mu + e.Sigma*math.Sqrt2*math.Erfinv(2*p-1))
+}
+
 // The same seed gives the same bytes; another seed another run.
 func TestDeterministic(t *testing.T) {
 	env := demoEnvelope(t)
 	run := func(seed uint64) []byte {
 		var b bytes.Buffer
-		if err := Write(&b, env, Options{Duration: 20 * time.Second, Seed: seed}); err != nil {
+		if err := write(&b, env, Options{Duration: 20 * time.Second, Seed: seed}); err != nil {
 			t.Fatal(err)
 		}
 		return b.Bytes()
@@ -60,9 +75,9 @@ func TestFitMatchesBands(t *testing.T) {
 	var share float64
 	for _, e := range m.Endpoints {
 		ep := env.Endpoints[e.Key]
-		within(e.Key+" median", e.Quantile(0.5), ep.Median, 0.15)
-		within(e.Key+" p95", e.Quantile(0.95), ep.P95, 0.15)
-		within(e.Key+" p99", e.Quantile(0.99), ep.P99, 0.15)
+		within(e.Key+" median", e.quantile(0.5), ep.Median, 0.15)
+		within(e.Key+" p95", e.quantile(0.95), ep.P95, 0.15)
+		within(e.Key+" p99", e.quantile(0.99), ep.P99, 0.15)
 		share += e.Share
 	}
 	if math.Abs(share-1) > 1e-9 {
@@ -89,7 +104,7 @@ func TestLoadableAndConsistent(t *testing.T) {
 	for i, tc := range cases {
 		tc.o.Duration = 2 * time.Minute
 		var b bytes.Buffer
-		if err := Write(&b, env, tc.o); err != nil {
+		if err := write(&b, env, tc.o); err != nil {
 			t.Fatal(err)
 		}
 		run, err := k6.LoadReader(tc.name, &b, k6.LoadOptions{Stats: []string{"p(95)"}})
@@ -128,7 +143,7 @@ func TestBadOptions(t *testing.T) {
 		"error rate > 1":   {ErrorRate: 2},
 	} {
 		var b bytes.Buffer
-		err := Write(&b, env, o)
+		err := write(&b, env, o)
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		} else if name == "unknown endpoint" && !strings.Contains(err.Error(), `"nope"`) {

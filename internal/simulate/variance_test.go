@@ -18,9 +18,9 @@ import (
 // clean runs 01–10, its upload-step runs 11–19 and 21–22 (run-20 is a
 // one-off slow run, left out), its auth-step runs 23–30; and the three
 // 6-minute baselines of the same workload.
-func realGroups(tb testing.TB) (history, baselines [][]RunSample) {
+func realGroups(tb testing.TB) (history, baselines [][]runSample) {
 	tb.Helper()
-	load := func(paths []string) []RunSample {
+	load := func(paths []string) []runSample {
 		in, err := envelope.ReadFiles(paths, k6.LoadOptions{KeepPoints: true})
 		if err != nil {
 			tb.Fatal(err)
@@ -29,9 +29,9 @@ func realGroups(tb testing.TB) (history, baselines [][]RunSample) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		out := make([]RunSample, len(in))
+		out := make([]runSample, len(in))
 		for i, r := range in {
-			if out[i], err = SampleOf(r.Run, env.Endpoints); err != nil {
+			if out[i], err = sampleOf(r.Run, env.Endpoints); err != nil {
 				tb.Fatal(err)
 			}
 		}
@@ -40,11 +40,11 @@ func realGroups(tb testing.TB) (history, baselines [][]RunSample) {
 	for _, g := range fixtures.HistoryCleanGroups(tb) {
 		history = append(history, load(g))
 	}
-	baselines = [][]RunSample{load(fixtures.Baselines(tb))}
+	baselines = [][]runSample{load(fixtures.Baselines(tb))}
 	return history, baselines
 }
 
-func componentTable(cs []Component) string {
+func componentTable(cs []component) string {
 	var b strings.Builder
 	b.WriteString("| family | runs | df | between-run var | mean within-run var | run-level var | run-level sd |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range cs {
@@ -57,59 +57,23 @@ func componentTable(cs []Component) string {
 // estimate of the two sets (history, 6-minute baselines), to 3 decimals.
 func TestRealVarianceEstimate(t *testing.T) {
 	history, baselines := realGroups(t)
-	vh, ch, err := EstimateVariance(history)
+	vh, ch, err := estimateVariance(history)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vb, cb, err := EstimateVariance(baselines)
+	vb, cb, err := estimateVariance(baselines)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("history (groups 01–10, 11–19+21–22, 23–30): %+v\n%s", vh, componentTable(ch))
 	t.Logf("6-minute baselines a, b, c: %+v\n%s", vb, componentTable(cb))
-	want, rv := vh.Max(vb), RealVariance()
+	want, rv := vh.larger(vb), RealVariance()
 	for _, f := range []struct {
 		name      string
 		got, want float64
 	}{{"latency", rv.Latency, want.Latency}, {"endpoint", rv.Endpoint, want.Endpoint}, {"throughput", rv.Throughput, want.Throughput}} {
 		if math.Abs(f.got-f.want) > 0.0005 {
 			t.Errorf("RealVariance().%s = %.4f, the real runs estimate %.4f", f.name, f.got, f.want)
-		}
-	}
-}
-
-// A step applies from its run on, multiplying earlier factors; seeds
-// follow the run index.
-func TestSequenceSteps(t *testing.T) {
-	base := Options{Seed: 10, LatencyFactor: map[string]float64{"auth_login": 1.1}, Variance: RealVariance()}
-	runs := Sequence(base, 5, Step{At: 2, LatencyFactor: map[string]float64{"auth_login": 1.2, "*": 1.5}}, Step{At: 4, ThroughputFactor: 0.9, ErrorRate: 0.01})
-	for i, o := range runs {
-		if o.Seed != 10+uint64(i) || o.Variance != RealVariance() {
-			t.Errorf("run %d: seed %d variance %+v", i, o.Seed, o.Variance)
-		}
-		login, all := o.LatencyFactor["auth_login"], o.LatencyFactor["*"]
-		switch {
-		case i < 2 && (math.Abs(login-1.1) > 1e-12 || all != 0):
-			t.Errorf("run %d before the step: %v", i, o.LatencyFactor)
-		case i >= 2 && (math.Abs(login-1.32) > 1e-12 || all != 1.5):
-			t.Errorf("run %d after the step: %v", i, o.LatencyFactor)
-		}
-		if (i == 4) != (o.ThroughputFactor == 0.9 && o.ErrorRate == 0.01) {
-			t.Errorf("run %d: throughput %g errors %g", i, o.ThroughputFactor, o.ErrorRate)
-		}
-	}
-	if base.LatencyFactor["auth_login"] != 1.1 {
-		t.Error("Sequence changed the base options")
-	}
-	// A step with an end: run 2 alone (a one-off slow run), and two
-	// lasting steps of ×1.01 compounding.
-	runs = Sequence(Options{}, 5, Step{At: 2, Until: 3, LatencyFactor: map[string]float64{"actor_get": 1.6}},
-		Step{At: 3, LatencyFactor: map[string]float64{"auth_login": 1.01}}, Step{At: 4, LatencyFactor: map[string]float64{"auth_login": 1.01}})
-	for i, o := range runs {
-		actor, login := o.LatencyFactor["actor_get"], o.LatencyFactor["auth_login"]
-		wantActor, wantLogin := map[int]float64{2: 1.6}[i], map[int]float64{3: 1.01, 4: 1.0201}[i]
-		if math.Abs(actor-wantActor) > 1e-12 || math.Abs(login-wantLogin) > 1e-12 {
-			t.Errorf("run %d: %v, want actor_get %g auth_login %g", i, o.LatencyFactor, wantActor, wantLogin)
 		}
 	}
 }
@@ -124,19 +88,19 @@ func TestRunVarianceRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	est := func(v Variance) Variance {
-		var runs []RunSample
+		var runs []runSample
 		for seed := uint64(1); seed <= 120; seed++ {
 			r, err := m.Run(Options{Seed: seed, Duration: 2 * time.Minute, Variance: v}, fmt.Sprint(seed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := SampleOf(r, env.Endpoints)
+			s, err := sampleOf(r, env.Endpoints)
 			if err != nil {
 				t.Fatal(err)
 			}
 			runs = append(runs, s)
 		}
-		got, _, err := EstimateVariance([][]RunSample{runs})
+		got, _, err := estimateVariance([][]runSample{runs})
 		if err != nil {
 			t.Fatal(err)
 		}
