@@ -133,7 +133,6 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 // recordFiles reads each file as baseline reads runs, then records them
 // all in one transaction.
 func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf recordFlags) error {
-	ctx := context.Background()
 	recs := make([]history.Record, 0, len(files))
 	for _, path := range files {
 		// One run at a time: its points are dropped once its figures are.
@@ -147,6 +146,10 @@ func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf 
 		}
 		recs = append(recs, rec)
 	}
+	// The signal is claimed once the runs are read: a Ctrl-C while they
+	// are read ends the process at once, before anything is written.
+	ctx, stop := c.SignalContext()
+	defer stop()
 	return c.addRecords(ctx, f, recs)
 }
 
@@ -226,7 +229,9 @@ func (c *cli) importCSV(f historyFlags, path string, meta history.Meta) error {
 		r.Version = cmpOr(r.Version, meta.Version)
 		r.Note = cmpOr(r.Note, meta.Note)
 	}
-	return c.addRecords(context.Background(), f, recs)
+	ctx, stop := c.SignalContext()
+	defer stop()
+	return c.addRecords(ctx, f, recs)
 }
 
 func cmpOr(a, b string) string {
@@ -242,7 +247,8 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 	branch := cmd.Flag("branch", "List this branch's runs instead of the main line's.").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -267,7 +273,8 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if err != nil {
 			return fmt.Errorf("--figure: %w", err)
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -304,7 +311,8 @@ func (c *cli) historyExcludeCommands(parent *kingpin.CmdClause, f historyFlags) 
 }
 
 func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Store) (history.Run, error)) error {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.openExisting(ctx)
 	if err != nil {
 		return err
@@ -326,7 +334,8 @@ func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Sto
 func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("branches", "List the branches a test's runs were recorded on; the main line takes the main branch's runs and those of no known branch.")
 	cmd.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -390,7 +399,8 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // compareBranch reads the two stretches and compares them.
 func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts compare.Options) (*compare.Result, error) {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.openExisting(ctx)
 	if err != nil {
 		return nil, err

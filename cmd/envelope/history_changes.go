@@ -49,7 +49,8 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 	status := ack.Flag("status", cmdline.Choices("The change's status.", history.AckStatuses()...)).Required().Enum(history.AckStatuses()...)
 	note := ack.Flag("note", "Why, kept with the change.").String()
 	ack.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, err := f.open(ctx)
 		if err != nil {
 			return err
@@ -83,7 +84,8 @@ func readEnvelope(path string) (*envelope.Envelope, error) {
 // analyseChanges analyses the main line and joins the stored lifecycle;
 // with record, the new change points are stored as reported.
 func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelope, record bool) (*history.ChangesReport, error) {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.open(ctx)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -30,7 +29,8 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 				return err
 			}
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err

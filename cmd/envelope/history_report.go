@@ -30,7 +30,8 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if env != nil {
 			tol = env.Tolerance
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err
