@@ -25,21 +25,21 @@ func (c *cli) backtestCommand(app *kingpin.Application) {
 	cmd.Action(c.Action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		warm, err := candidateWarmup(env, *skip, skipSet)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		rf, err := backtest.RuleFiles(*dir)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		rep := &backtest.Report{Runs: []backtest.Run{}}
 		for _, f := range *files {
 			r, err := backtest.File(context.Background(), env, rf, f, backtest.Options{ExporterSelector: *sel, SkipWarmup: warm})
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			rep.Runs = append(rep.Runs, *r)
 		}

@@ -32,32 +32,32 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 	cmd.Action(c.Action(func() error {
 		// A bad match is refused before any run is read.
 		if _, err := envelope.ParseMatch(*match); err != nil {
-			return cmdline.WithCode(2, fmt.Errorf("--match: %w", err))
+			return fmt.Errorf("--match: %w", err)
 		}
 		bp := &envelope.BaselineParams{Labels: map[string]string{}}
 		if *params != "" {
 			var err error
 			if bp, err = envelope.LoadBaselineParams(*params); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 		}
 		for _, kv := range *labels {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" || v == "" {
-				return cmdline.WithCode(2, fmt.Errorf("--endpoint-label %q: want NAME=LABEL", kv))
+				return fmt.Errorf("--endpoint-label %q: want NAME=LABEL", kv)
 			}
 			bp.Labels[k] = v
 		}
 		for _, kv := range *topo {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || v == "" {
-				return cmdline.WithCode(2, fmt.Errorf("--topology %q: want KEY=VALUE", kv))
+				return fmt.Errorf("--topology %q: want KEY=VALUE", kv)
 			}
 			if bp.Topology == nil {
 				bp.Topology = &envelope.Topology{}
 			}
 			if err := bp.Topology.Set(k, v, "--topology"); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 		}
 		lopts := envelope.LoadOptions(*skip, *groupBy)
@@ -85,7 +85,7 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 			return err
 		}
 		if err := env.SetLabels(bp.Labels); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		env.Topology = bp.Topology
 		log := c.Logger()

@@ -41,36 +41,36 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 			return c.runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
 		}
 		if *envPath == "" {
-			return cmdline.WithCode(2, errors.New("compare: give --envelope E, or --scaling"))
+			return errors.New("compare: give --envelope E, or --scaling")
 		}
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		opts := compare.Options{Method: *method, AllowWorkloadChange: *allow}
 		if opts.Tolerance, err = parseTolerance(*tolerance); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		if *confidence != 0 {
 			if !(*confidence > 0 && *confidence < 1) {
-				return cmdline.WithCode(2, fmt.Errorf("--confidence %v: want a value in (0,1), e.g. 0.95", *confidence))
+				return fmt.Errorf("--confidence %v: want a value in (0,1), e.g. 0.95", *confidence)
 			}
 			opts.Tolerance.Confidence = *confidence
 		}
 		if opts.SkipWarmup, err = candidateWarmup(env, *skip, skipSet); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		// Points give each candidate run its own sampling error.
 		runs, err := loadRuns(*files, envelope.LoadOptions(opts.SkipWarmup, env.Provenance.GroupBy))
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		if err := checkCandidateWindow(runs, *files, opts.SkipWarmup, skipSet); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		res, err := compare.Compare(env, runs, opts)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		if *format == "text" {
 			c.Println(windowLine(opts.SkipWarmup, skipSet))
@@ -276,20 +276,20 @@ func (c *cli) runScaling(files []string, levels, unit string, eff float64, chart
 		for _, p := range strings.Split(levels, ",") {
 			f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
 			if err != nil || f <= 0 {
-				return cmdline.WithCode(2, fmt.Errorf("--levels: %q is not a positive number", p))
+				return fmt.Errorf("--levels: %q is not a positive number", p)
 			}
 			lv = append(lv, f)
 		}
 		if len(lv) != len(files) {
-			return cmdline.WithCode(2, fmt.Errorf("--levels gives %d levels for %d files", len(lv), len(files)))
+			return fmt.Errorf("--levels gives %d levels for %d files", len(lv), len(files))
 		}
 	}
 	if !(eff > 0 && eff < 1) {
-		return cmdline.WithCode(2, fmt.Errorf("--efficiency %v: want a value in (0,1)", eff))
+		return fmt.Errorf("--efficiency %v: want a value in (0,1)", eff)
 	}
 	runs, err := loadRuns(files, k6.LoadOptions{})
 	if err != nil {
-		return cmdline.WithCode(2, err)
+		return err
 	}
 	var pts []compare.ScalingPoint
 	for i, r := range runs {
@@ -299,13 +299,13 @@ func (c *cli) runScaling(files []string, levels, unit string, eff float64, chart
 		}
 		p, err := compare.PointFromRun(r, level)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		pts = append(pts, p)
 	}
 	s, err := compare.Scale(pts, unit, eff)
 	if err != nil {
-		return cmdline.WithCode(2, err)
+		return err
 	}
 	if format == "json" {
 		err = s.WriteJSON(c.Stdout)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/dashboards"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
@@ -23,7 +22,7 @@ func (c *cli) dashboardsCommand(app *kingpin.Application) {
 		if *envPath != "" {
 			env, err := envelope.ReadFile(*envPath)
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			opts.Envelope = env
 		}

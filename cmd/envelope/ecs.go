@@ -7,7 +7,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/ecs"
 	"github.com/envelope-dev/envelope/internal/envelope"
 )
@@ -25,28 +24,28 @@ func (c *cli) ecsCommand(app *kingpin.Application) {
 	op.Action(c.Action(func() error {
 		env, err := envelope.ReadFile(*envFile)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		runs, err := ecs.RunsFromEnvelope(env)
 		if err != nil {
-			return cmdline.WithCode(2, fmt.Errorf("%s: %w", *envFile, err))
+			return fmt.Errorf("%s: %w", *envFile, err)
 		}
 		var all []ecs.Snapshot
 		for _, p := range *snaps {
 			f, err := os.Open(p)
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			s, err := ecs.ReadSnapshots(f, p)
 			_ = f.Close() // read only: closing loses nothing
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			all = append(all, s...)
 		}
 		point, err := ecs.OperatingPoint(all, runs)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		env.ECS = point
 		dst := *opOut
@@ -58,7 +57,7 @@ func (c *cli) ecsCommand(app *kingpin.Application) {
 			format = envelope.JSON
 		}
 		if err := envelope.WriteFile(dst, env, format); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		c.Printf("ECS operating point: %d CPU units / %d MiB x %d task(s); CPU %.1f%%-%.1f%% of the limit, memory peak %.1f%%-%.1f%%, %.4g-%.4g CPU s/request; written to %s\n",
 			point.TaskCPUUnits, point.TaskMemoryMiB, point.Tasks,

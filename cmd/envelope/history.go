@@ -48,24 +48,15 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 
 // open opens the history the flags name, creating it when missing.
 func (f historyFlags) open(ctx context.Context) (*history.Store, error) {
-	s, err := history.Open(ctx, *f.dsn)
-	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
-	}
-	return s, nil
+	return history.Open(ctx, *f.dsn)
 }
 
 // openExisting opens the history for a command that only reads or
 // updates recorded runs: a missing SQLite file is an error.
 func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) {
-	s, err := history.OpenExisting(ctx, *f.dsn)
-	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
-	}
-	return s, nil
+	return history.OpenExisting(ctx, *f.dsn)
 }
 
-// resolveTest is --test, else the history's only test.
 // openTest opens the history (one that must exist already, for commands
 // that only read) and names the test the command is about.
 func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Store, string, error) {
@@ -85,6 +76,7 @@ func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Sto
 	return s, test, nil
 }
 
+// resolveTest is --test, else the history's only test.
 func (f historyFlags) resolveTest(ctx context.Context, s *history.Store) (string, error) {
 	if *f.test != "" {
 		return *f.test, nil
@@ -95,11 +87,11 @@ func (f historyFlags) resolveTest(ctx context.Context, s *history.Store) (string
 	}
 	switch len(tests) {
 	case 0:
-		return "", cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s holds no runs: record some with `envelope history record FILE`", s.Where))
+		return "", fmt.Errorf("history %s holds no runs: record some with `envelope history record FILE`", s.Where)
 	case 1:
 		return tests[0], nil
 	}
-	return "", cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s holds the tests %s: choose one with --test", s.Where, strings.Join(tests, ", ")))
+	return "", fmt.Errorf("history %s holds the tests %s: choose one with --test", s.Where, strings.Join(tests, ", "))
 }
 
 // recordFlags are the run metadata record and import take.
@@ -130,7 +122,7 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if *at != "" {
 			t, err := history.ParseTime(*at)
 			if err != nil {
-				return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--time: %w", err))
+				return fmt.Errorf("--time: %w", err)
 			}
 			meta.CommitTime = t
 		}
@@ -141,20 +133,23 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 // recordFiles reads each file as baseline reads runs, then records them
 // all in one transaction.
 func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf recordFlags) error {
-	ctx := context.Background()
 	recs := make([]history.Record, 0, len(files))
 	for _, path := range files {
 		// One run at a time: its points are dropped once its figures are.
 		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(*rf.skip, *rf.groupBy))
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", cmdline.MissingFileMessage(err)))
+			return fmt.Errorf("nothing recorded: %w", cmdline.MissingFileMessage(err))
 		}
 		rec, err := history.FromInput(in[0], meta, *rf.groupBy)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", err))
+			return fmt.Errorf("nothing recorded: %w", err)
 		}
 		recs = append(recs, rec)
 	}
+	// The signal is claimed once the runs are read: a Ctrl-C while they
+	// are read ends the process at once, before anything is written.
+	ctx, stop := c.SignalContext()
+	defer stop()
 	return c.addRecords(ctx, f, recs)
 }
 
@@ -167,7 +162,7 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []history.Rec
 	defer s.Close() //nolint:errcheck // the commit said whether it landed
 	added, err := s.Add(ctx, recs)
 	if err != nil {
-		return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", err))
+		return fmt.Errorf("nothing recorded: %w", err)
 	}
 	n := 0
 	for i, a := range added {
@@ -202,15 +197,15 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		meta := history.Meta{Test: *f.test, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
 		switch {
 		case *fromCSV != "" && *dir != "":
-			return cmdline.WithCode(cmdline.CodeError, errors.New("import: give a folder or --from-csv, not both"))
+			return errors.New("import: give a folder or --from-csv, not both")
 		case *fromCSV != "":
 			return c.importCSV(f, *fromCSV, meta)
 		case *dir == "":
-			return cmdline.WithCode(cmdline.CodeError, errors.New("import: give a folder of k6 result files, or --from-csv FILE"))
+			return errors.New("import: give a folder of k6 result files, or --from-csv FILE")
 		}
 		files, err := history.ResultFiles(*dir, *pattern)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		return c.recordFiles(f, files, meta, rf)
 	}))
@@ -221,12 +216,12 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 func (c *cli) importCSV(f historyFlags, path string, meta history.Meta) error {
 	fh, err := os.Open(path)
 	if err != nil {
-		return cmdline.WithCode(cmdline.CodeError, cmdline.MissingFileMessage(err))
+		return cmdline.MissingFileMessage(err)
 	}
 	defer fh.Close() //nolint:errcheck // only read
 	recs, err := history.ReadCSV(envelope.SourceName(path), fh, meta.Test)
 	if err != nil {
-		return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", err))
+		return fmt.Errorf("nothing recorded: %w", err)
 	}
 	for i := range recs {
 		r := &recs[i]
@@ -234,7 +229,9 @@ func (c *cli) importCSV(f historyFlags, path string, meta history.Meta) error {
 		r.Version = cmpOr(r.Version, meta.Version)
 		r.Note = cmpOr(r.Note, meta.Note)
 	}
-	return c.addRecords(context.Background(), f, recs)
+	ctx, stop := c.SignalContext()
+	defer stop()
+	return c.addRecords(ctx, f, recs)
 }
 
 func cmpOr(a, b string) string {
@@ -250,7 +247,8 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 	branch := cmd.Flag("branch", "List this branch's runs instead of the main line's.").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -273,9 +271,10 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd.Action(c.Action(func() error {
 		ep, fig, err := history.ParseFigure(*figure)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--figure: %w", err))
+			return fmt.Errorf("--figure: %w", err)
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -286,7 +285,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		if len(pts) == 0 {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has no run with figure %s", s.Where, test, *figure))
+			return fmt.Errorf("history %s: test %s has no run with figure %s", s.Where, test, *figure)
 		}
 		return history.SeriesView{Test: test, Endpoint: ep, Figure: fig, Branch: *branch, Points: pts}.Write(c.Stdout, *format)
 	}))
@@ -312,7 +311,8 @@ func (c *cli) historyExcludeCommands(parent *kingpin.CmdClause, f historyFlags) 
 }
 
 func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Store) (history.Run, error)) error {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.openExisting(ctx)
 	if err != nil {
 		return err
@@ -320,7 +320,7 @@ func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Sto
 	defer s.Close() //nolint:errcheck // the update said whether it landed
 	r, err := set(ctx, s)
 	if err != nil {
-		return cmdline.WithCode(cmdline.CodeError, err)
+		return err
 	}
 	if r.Excluded {
 		c.Printf("run %d (testid %s, commit %s) excluded from analysis: %s\n", r.ID, dashed(r.TestID), dashed(r.Commit), r.Reason)
@@ -334,7 +334,8 @@ func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Sto
 func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) {
 	cmd := parent.Command("branches", "List the branches a test's runs were recorded on; the main line takes the main branch's runs and those of no known branch.")
 	cmd.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, true)
 		if err != nil {
 			return err
@@ -375,12 +376,12 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 	format := cmd.Flag("format", cmdline.Choices("Output format, as compare's.", compareFormats...)).Default("text").Enum(compareFormats...)
 	cmd.Action(c.Action(func() error {
 		if *last < 2 || *cands < 1 {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--last %d, --candidates %d: want at least 2 baseline runs and 1 candidate", *last, *cands))
+			return fmt.Errorf("--last %d, --candidates %d: want at least 2 baseline runs and 1 candidate", *last, *cands)
 		}
 		opts := compare.Options{Method: *method}
 		var err error
 		if opts.Tolerance, err = parseTolerance(*tolerance); err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		res, err := c.compareBranch(f, *branch, *last, *cands, opts)
 		if err != nil {
@@ -398,7 +399,8 @@ func (c *cli) historyCompareCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // compareBranch reads the two stretches and compares them.
 func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts compare.Options) (*compare.Result, error) {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.openExisting(ctx)
 	if err != nil {
 		return nil, err
@@ -409,7 +411,7 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 		return nil, err
 	}
 	if branch == *f.mainBranch {
-		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--branch %s is the main line's branch: give another branch", branch))
+		return nil, fmt.Errorf("--branch %s is the main line's branch: give another branch", branch)
 	}
 	base, err := s.Latest(ctx, history.Line{Test: test, MainBranch: *f.mainBranch}, last)
 	if err != nil {
@@ -420,19 +422,15 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 		return nil, err
 	}
 	if len(cand) == 0 {
-		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has no run on branch %s", s.Where, test, branch))
+		return nil, fmt.Errorf("history %s: test %s has no run on branch %s", s.Where, test, branch)
 	}
 	if len(base) < 2 {
-		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch))
+		return nil, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch)
 	}
 	env := history.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
 	runs := make([]*k6.Run, len(cand))
 	for i, r := range cand {
 		runs[i] = history.CandidateRun(r)
 	}
-	res, err := compare.Compare(env, runs, opts)
-	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
-	}
-	return res, nil
+	return compare.Compare(env, runs, opts)
 }

@@ -49,7 +49,8 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 	status := ack.Flag("status", cmdline.Choices("The change's status.", history.AckStatuses()...)).Required().Enum(history.AckStatuses()...)
 	note := ack.Flag("note", "Why, kept with the change.").String()
 	ack.Action(c.Action(func() error {
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, err := f.open(ctx)
 		if err != nil {
 			return err
@@ -57,7 +58,7 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 		defer s.Close() //nolint:errcheck // the update said whether it landed
 		ch, err := s.Ack(ctx, *id, history.Status(*status), *note)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		c.Printf("change %s (%s, %s at run %d, commit %s): %s%s\n", ch.ID, seriesName(ch.Endpoint, ch.Figure), ch.Direction,
 			ch.RunIndex, dashed(ch.Commit), ch.Status, noteText(ch.Note))
@@ -77,17 +78,14 @@ func readEnvelope(path string) (*envelope.Envelope, error) {
 	if path == "" {
 		return nil, nil
 	}
-	env, err := envelope.ReadFile(path)
-	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
-	}
-	return env, nil
+	return envelope.ReadFile(path)
 }
 
 // analyseChanges analyses the main line and joins the stored lifecycle;
 // with record, the new change points are stored as reported.
 func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelope, record bool) (*history.ChangesReport, error) {
-	ctx := context.Background()
+	ctx, stop := c.SignalContext()
+	defer stop()
 	s, err := f.open(ctx)
 	if err != nil {
 		return nil, err
@@ -109,10 +107,10 @@ func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelop
 func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, env *envelope.Envelope, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
 	an, err := s.Analyze(ctx, l, changepoint.Config{})
 	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
+		return nil, err
 	}
 	if len(an.Runs) == 0 {
-		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has no run on the main line (history list and history branches show what it holds)", s.Where, l.Test))
+		return nil, fmt.Errorf("history %s: test %s has no run on the main line (history list and history branches show what it holds)", s.Where, l.Test)
 	}
 	if env != nil {
 		an.DriftFrom = an.EnvelopeRun(env)
@@ -120,14 +118,10 @@ func analyseStore(ctx context.Context, s *history.Store, l history.Line, since s
 	from := 1
 	if since != "" {
 		if from = an.IndexOf(since); from == 0 {
-			return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--since %s: no run of test %s's main line at that commit or testid", since, l.Test))
+			return nil, fmt.Errorf("--since %s: no run of test %s's main line at that commit or testid", since, l.Test)
 		}
 	}
-	rep, err := an.Report(ctx, s, from, tol, record)
-	if err != nil {
-		return nil, cmdline.WithCode(cmdline.CodeError, err)
-	}
-	return rep, nil
+	return an.Report(ctx, s, from, tol, record)
 }
 
 func (f historyFlags) mainBranchName() string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -27,10 +26,11 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		if *cur != "" {
 			var err error
 			if old, err = envelope.ReadFile(*cur); err != nil {
-				return cmdline.WithCode(cmdline.CodeError, err)
+				return err
 			}
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err
@@ -38,14 +38,14 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		defer s.Close() //nolint:errcheck // only read
 		an, err := s.Analyze(ctx, history.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		rb, err := s.Rebaseline(ctx, an, *since)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		if len(rb.Records) < 2 {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("change point %s lies at run %d: %d run(s) after it, an envelope needs at least 2 (3 or more for its intervals)", rb.Change.ID, rb.From, len(rb.Records)))
+			return fmt.Errorf("change point %s lies at run %d: %d run(s) after it, an envelope needs at least 2 (3 or more for its intervals)", rb.Change.ID, rb.From, len(rb.Records))
 		}
 		n := *name
 		if n == "" && old == nil {
@@ -53,7 +53,7 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		}
 		env, err := history.RecordsEnvelope(rb.Records, old, n)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		return c.writeRebaseline(env, old, rb, an, *out, envelope.Format(*format))
 	}))
@@ -74,7 +74,7 @@ func (c *cli) writeRebaseline(env, old *envelope.Envelope, rb *history.Rebaselin
 		return err
 	}
 	if err := envelope.WriteFile(out, env, f); err != nil {
-		return cmdline.WithCode(cmdline.CodeError, err)
+		return err
 	}
 	left := ""
 	if len(rb.Outliers) > 0 {

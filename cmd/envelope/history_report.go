@@ -8,7 +8,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/chart"
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/report"
@@ -24,14 +23,15 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if *envFile != "" {
 			var err error
 			if env, err = envelope.ReadFile(*envFile); err != nil {
-				return cmdline.WithCode(cmdline.CodeError, err)
+				return err
 			}
 		}
 		tol := envelope.DefaultTolerance()
 		if env != nil {
 			tol = env.Tolerance
 		}
-		ctx := context.Background()
+		ctx, stop := c.SignalContext()
+		defer stop()
 		s, test, err := f.openTest(ctx, false)
 		if err != nil {
 			return err
@@ -40,24 +40,24 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		l := history.Line{Test: test, MainBranch: f.mainBranchName()}
 		an, err := s.Analyze(ctx, l, changepoint.Config{})
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		if len(an.Runs) == 0 {
-			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has no run on the main line", s.Where, test))
+			return fmt.Errorf("history %s: test %s has no run on the main line", s.Where, test)
 		}
 		if env != nil {
 			an.DriftFrom = an.EnvelopeRun(env)
 		}
 		rep, err := an.Report(ctx, s, 1, &tol, false)
 		if err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		hr, err := historyReportData(ctx, s, l, an, rep, env)
 		if err != nil {
 			return err
 		}
 		if err := report.WriteHistoryReport(hr, *out); err != nil {
-			return cmdline.WithCode(cmdline.CodeError, err)
+			return err
 		}
 		c.Printf("history report of %s: %d runs, %d series, %d change points, %d outlier runs: %s\n",
 			test, rep.Runs, len(hr.Series), len(rep.Changes), len(rep.Outliers), *out)

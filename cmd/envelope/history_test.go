@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
 
@@ -291,4 +296,32 @@ func nearlyEqual(a, b, rel float64) bool {
 		d = -d
 	}
 	return d <= rel*max(a, b, -a, -b)
+}
+
+// Recording stops on its context's end (a Ctrl-C): nothing is written and
+// the history stays as it was, open to the next command.
+func TestHistoryRecordStopsOnEndedContext(t *testing.T) {
+	dir := t.TempDir()
+	dsn := filepath.Join(dir, "history.db")
+	csvPath := filepath.Join(dir, "otava.csv")
+	if err := os.WriteFile(csvPath, []byte("time,commit,p95\n2026-01-01 10:00:00 +0000,a1,700\n2026-01-02 10:00:00 +0000,a2,710\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, "history", "--history", dsn, "--test", "checkout", "import", "--from-csv", csvPath)
+	recs, err := history.ReadCSV("more.csv", strings.NewReader("time,commit,p95\n2026-01-03 10:00:00 +0000,a3,720\n"), "checkout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o, e bytes.Buffer
+	_, c := cmdline.New("envelope", "", &o, &e)
+	test, mainBranch := "checkout", history.DefaultMainBranch
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = (&cli{c}).addRecords(ctx, historyFlags{dsn: &dsn, test: &test, mainBranch: &mainBranch}, recs)
+	if !errors.Is(err, context.Canceled) || o.Len() > 0 {
+		t.Errorf("recording on an ended context: %v, stdout %q; want context.Canceled and nothing said", err, o.String())
+	}
+	if out := mustRun(t, "history", "--history", dsn, "list"); !strings.Contains(out, "a2") || strings.Contains(out, "a3") {
+		t.Errorf("after the stopped recording:\n%s", out)
+	}
 }

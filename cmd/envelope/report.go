@@ -37,11 +37,11 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 	cmd.Action(c.Action(func() error {
 		if *envPath != "" {
 			if *file != "" {
-				return cmdline.WithCode(2, errors.New("give either --envelope or a run FILE, not both"))
+				return errors.New("give either --envelope or a run FILE, not both")
 			}
 			env, err := envelope.ReadFile(*envPath)
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			md := *out
 			if md == "" {
@@ -54,47 +54,47 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 			return nil
 		}
 		if *file == "" {
-			return cmdline.WithCode(2, errors.New("report: give a run FILE for the stage report, or --envelope E for the envelope report"))
+			return errors.New("report: give a run FILE for the stage report, or --envelope E for the envelope report")
 		}
 		cfg := stagereport.StageConfig{GroupBy: *groupBy, Baseline: *baseline, BatchMetric: *batchMetric, BatchTag: *batchTag, Status: *status}
 		var err error
 		switch {
 		case *optsPath != "" && *stages != "":
-			return cmdline.WithCode(2, errors.New("give either --k6-options or --stages, not both"))
+			return errors.New("give either --k6-options or --stages, not both")
 		case *optsPath != "":
 			o, err := k6options.Load(*optsPath)
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			if cfg.Staged, err = o.Stages(*scenario); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			cfg.Scenario = cfg.Staged.Scenarios[0]
 		case *stages != "":
 			if cfg.Scenario, err = k6options.ParseStages(*stages, ""); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 		default:
-			return cmdline.WithCode(2, errors.New("the stage report needs the stage windows: give --k6-options (k6 inspect output) or --stages 5m:1,5m:10,5m:50"))
+			return errors.New("the stage report needs the stage windows: give --k6-options (k6 inspect output) or --stages 5m:1,5m:10,5m:50")
 		}
 		if *start != "" {
 			if cfg.Start, err = parseStart(*start); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 		}
 		if *params != "" {
 			if cfg.Params, err = stagereport.LoadParams(*params); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			cfg.EndpointOrder = cfg.Params.Endpoints
 		}
 		run, err := k6.Load(*file, k6.LoadOptions{KeepPoints: true})
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		r, err := stagereport.BuildStageReport(run.Points, cfg)
 		if err != nil {
-			return cmdline.WithCode(2, fmt.Errorf("%s: %w", *file, err))
+			return fmt.Errorf("%s: %w", *file, err)
 		}
 		log := c.Logger()
 		for _, w := range r.Warnings {

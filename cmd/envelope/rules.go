@@ -27,7 +27,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 	cmd.Action(c.Action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		o := rules.DefaultOptions()
 		o.ExporterSelector, o.RunbookURL = *sel, *runbook
@@ -35,7 +35,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 		for _, l := range strings.Split(*topo, ",") {
 			if l = strings.TrimSpace(l); l != "" {
 				if !model.LegacyValidation.IsValidLabelName(l) {
-					return cmdline.WithCode(2, fmt.Errorf("--topology-labels: %q is not a label name", l))
+					return fmt.Errorf("--topology-labels: %q is not a label name", l)
 				}
 				o.TopologyLabels = append(o.TopologyLabels, l)
 			}
@@ -46,7 +46,7 @@ func (c *cli) rulesCommand(app *kingpin.Application) {
 		}
 		paths, err := rules.WriteDir(*out, env, o, fs...)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		for _, p := range paths {
 			c.Println(p)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
@@ -27,7 +26,7 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 	cmd.Action(c.Action(func() error {
 		env, err := envelope.ReadFile(*envPath)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		o := simulate.Options{Duration: *dur, Seed: *seed, ErrorRate: *errRate, ThroughputFactor: *tf, TestID: *testid, LatencyFactor: map[string]float64{}}
 		if *variance == "real" {
@@ -37,17 +36,17 @@ func (c *cli) simulateCommand(app *kingpin.Application) {
 			// The factor follows the last '=': endpoint names may hold '='.
 			i := strings.LastIndex(s, "=")
 			if i <= 0 {
-				return cmdline.WithCode(2, fmt.Errorf("--latency-factor %q: want ENDPOINT=FACTOR", s))
+				return fmt.Errorf("--latency-factor %q: want ENDPOINT=FACTOR", s)
 			}
 			k := s[:i]
 			f, perr := strconv.ParseFloat(s[i+1:], 64)
 			if perr != nil {
-				return cmdline.WithCode(2, fmt.Errorf("--latency-factor %q: want ENDPOINT=FACTOR", s))
+				return fmt.Errorf("--latency-factor %q: want ENDPOINT=FACTOR", s)
 			}
 			o.LatencyFactor[k] = f
 		}
 		if err := simulate.WriteFile(*out, env, o); err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		c.Println(*out)
 		return nil

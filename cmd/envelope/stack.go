@@ -13,7 +13,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
@@ -48,11 +47,11 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 
 		env, err := stackEnvelope(*envFile)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		factors, err := parseFactors(*latency)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		work := *dir
 		if work == "" {
@@ -71,7 +70,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 
 		ruleFile, _, err := rules.Generate(env, rules.DefaultOptions())
 		if err != nil {
-			return cmdline.WithCode(2, fmt.Errorf("rules: %w", err))
+			return fmt.Errorf("rules: %w", err)
 		}
 		ruleBytes, err := rules.Marshal(env, ruleFile)
 		if err != nil {
@@ -80,12 +79,12 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 
 		promBin, err := stack.Locate(ctx, "prometheus", *promPath)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		amBin, err := stack.Locate(ctx, "alertmanager", *amPath)
 		if err != nil {
 			if *amPath != "" {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			amBin = ""
 			c.Println("alertmanager: not found, running without it (alerts still show in Prometheus); pass --alertmanager.path to add it")
@@ -99,7 +98,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 				Duration: 6 * time.Minute, Seed: *seed, TestID: "stack-demo",
 				LatencyFactor: factors, ErrorRate: *errRate, ThroughputFactor: 1,
 			}); err != nil {
-				return cmdline.WithCode(2, fmt.Errorf("simulate: %w", err))
+				return fmt.Errorf("simulate: %w", err)
 			}
 			replay = []string{run}
 		}
@@ -108,7 +107,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 		cfg.Envelope, cfg.Logger = env, log
 		srv, err := exporter.New(cfg)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		st, err := stack.Start(ctx, stack.Options{
 			Dir:              work,

@@ -28,7 +28,7 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 		if *statsList != "" {
 			var err error
 			if stats, err = k6.ParseStats(*statsList); err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 		}
 		opts := k6.LoadOptions{
@@ -52,7 +52,7 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 			}
 			r, err := k6.Load(f, opts)
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			if r.Skipped > 0 {
 				c.Logger().Warn("skipped bad lines", "file", f, "count", r.Skipped)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/ecs"
 )
 
@@ -23,15 +22,15 @@ func (c *cli) ecsCommand(app *kingpin.Application) {
 	count := rec.Flag("count", "Stop after this many snapshots; 0 = until interrupted.").Default("0").Int()
 	rec.Action(c.Action(func() error {
 		if recFlags.MetadataURI == "" {
-			return cmdline.WithCode(2, fmt.Errorf("no task metadata endpoint: set --ecs.metadata-uri or $%s", ecs.EnvMetadataURI))
+			return fmt.Errorf("no task metadata endpoint: set --ecs.metadata-uri or $%s", ecs.EnvMetadataURI)
 		}
 		client, err := ecs.NewClient(recFlags.MetadataURI, recFlags.Timeout)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		f, err := os.OpenFile(*out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		ctx, stop := c.SignalContext()
 		defer stop()
@@ -39,7 +38,7 @@ func (c *cli) ecsCommand(app *kingpin.Application) {
 		n, err := ecs.Record(ctx, client, f, *interval, *count, func(err error) { log.Warn("snapshot skipped", "err", err) })
 		// A failed close can lose appended snapshots.
 		if cerr := f.Close(); cerr != nil && err == nil {
-			err = cmdline.WithCode(2, cerr)
+			err = cerr
 		}
 		c.Printf("%d snapshots appended to %s\n", n, *out)
 		return err

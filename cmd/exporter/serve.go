@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
-	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
 	"github.com/envelope-dev/envelope/internal/otelpush"
@@ -64,7 +63,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		// file must fail with one clear error, not first with line noise.
 		for _, f := range *results {
 			if err := exporter.CheckReplayable(f); err != nil {
-				return cmdline.WithCode(2, fmt.Errorf("--k6.results: %w", err))
+				return fmt.Errorf("--k6.results: %w", err)
 			}
 		}
 		log := c.Logger()
@@ -89,14 +88,14 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		cfg.OTLPMemoryBudget, cfg.OTLPStreamLimit = *otlpBudget, *otlpStreams
 		envs, err := readEnvelopes(*envFiles)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		cfg.Envelopes = envs
 		warnUnexportedMatch(log, envs, *allow)
 		for _, mk := range collectors {
 			col, err := mk()
 			if err != nil {
-				return cmdline.WithCode(2, err)
+				return err
 			}
 			if col != nil {
 				cfg.Collectors = append(cfg.Collectors, col)
@@ -104,7 +103,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 		}
 		srv, err := exporter.New(cfg)
 		if err != nil {
-			return cmdline.WithCode(2, err)
+			return err
 		}
 		in := exporter.Inputs{
 			Results:  *results,

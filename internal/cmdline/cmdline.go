@@ -61,15 +61,24 @@ func (c *CLI) Printf(format string, a ...any) { _, _ = fmt.Fprintf(c.Stdout, for
 func (c *CLI) Print(a ...any)                 { _, _ = fmt.Fprint(c.Stdout, a...) }
 func (c *CLI) Println(a ...any)               { _, _ = fmt.Fprintln(c.Stdout, a...) }
 
-// Action is a command's action that ends with exit code 2 when the
-// command's output could not be written.
+// Action is a command's action under the exit-code policy: an error it
+// returns, or a failed write of its output, exits with CodeError unless
+// the error carries another code (WithCode). Run tells an action's error
+// from kingpin's parse errors by that code: only the latter get
+// explainParseError's hints.
 func (c *CLI) Action(run func() error) kingpin.Action {
 	return func(*kingpin.ParseContext) error {
 		err := run()
 		if err == nil && c.out.err != nil {
-			return WithCode(CodeError, fmt.Errorf("writing output: %w", c.out.err))
+			err = fmt.Errorf("writing output: %w", c.out.err)
 		}
-		return err
+		if err == nil {
+			return nil
+		}
+		if _, ok := errors.AsType[*exitError](err); ok {
+			return err
+		}
+		return WithCode(CodeError, err)
 	}
 }
 
@@ -82,7 +91,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// WithCode wraps err so main exits with code.
+// WithCode wraps an action's err so main exits with code rather than
+// CodeError; with a nil err it exits with code and prints nothing (a
+// regression the command's output already reported).
 func WithCode(code int, err error) error { return &exitError{code: code, err: err} }
 
 // Exit codes, one policy for every command: 0 success; 1 the judged runs
@@ -174,19 +185,17 @@ func Run(app *kingpin.Application, args []string, stderr io.Writer) (code int) {
 	if err == nil {
 		return codeOK
 	}
-	code = CodeError
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-		if ee.err == nil {
-			return code
-		}
+	ee, ok := errors.AsType[*exitError](err)
+	if !ok {
+		// Every action's error carries its code (Action): one without
+		// is kingpin's, about the command line.
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", app.Name, MissingFileMessage(explainParseError(app, args, err)))
+		return CodeError
 	}
-	if ee == nil {
-		err = explainParseError(app, args, err)
+	if ee.err != nil {
+		_, _ = fmt.Fprintf(stderr, "%s: %v\n", app.Name, MissingFileMessage(err))
 	}
-	_, _ = fmt.Fprintf(stderr, "%s: %v\n", app.Name, MissingFileMessage(err))
-	return code
+	return ee.code
 }
 
 // missingCommand reports whether args name no command, or a command

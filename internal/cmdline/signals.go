@@ -9,12 +9,13 @@ import (
 )
 
 // interrupts is the process's handling of SIGINT and SIGTERM, installed
-// first thing in main. Installed later, by each command once it had read
-// its inputs, a signal in between was lost: a shell script starts a
-// background job with SIGINT ignored until a handler is installed, so
-// `serve` kept running, and otherwise the default action killed it
-// before it could stop cleanly. Now a command that runs until
-// interrupted (serve, demo, stack, ecs record) claims the signal and
+// first thing in main, so that no signal is lost before a command is
+// ready for it: a shell script starts a background job with SIGINT
+// ignored until a handler is installed, so `serve` would keep running,
+// and otherwise the default action would kill it before it could stop
+// cleanly. A command that runs until interrupted (serve, demo, stack, ecs
+// record), or that works on a run history (the history commands: their
+// transaction rolls back and the store closes), claims the signal and
 // finds its context already ended if one came early; any other command
 // exits at once with 130, as the default action would have.
 type interrupts struct {
@@ -43,9 +44,10 @@ func catchInterrupts(exit func(int)) *interrupts {
 	return in
 }
 
-// SignalContext is the context a command that runs until interrupted
-// stops on: ended by the first SIGINT or SIGTERM, even one that came
-// before the command started.
+// SignalContext is the context a command stops on when interrupted:
+// ended by the first SIGINT or SIGTERM, even one that came before the
+// command started. Once a command has taken it, a signal does not end
+// the process: the command must stop on the context.
 func (c *CLI) SignalContext() (context.Context, context.CancelFunc) {
 	if c.interrupts != nil {
 		c.interrupts.claimed.Store(true)
