@@ -16,6 +16,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otava"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // historyFlags are the flags every history command shares.
@@ -30,9 +32,9 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	cmd := app.Command("history", "Keep every run by commit in an embedded SQLite file or a team's PostgreSQL, and read each figure's series across commits.")
 	f := historyFlags{
 		dsn: cmd.Flag("history", "Where the history is: an SQLite file path or a postgres:// URL.").
-			Envar(history.EnvDSN).Default(history.DefaultDSN).String(),
+			Envar(runstore.EnvDSN).Default(runstore.DefaultDSN).String(),
 		test:       cmd.Flag("test", "Test the runs belong to (default: the runs' envelope tag when recording; the history's only test when reading).").String(),
-		mainBranch: cmd.Flag("main-branch", "Branch of the main line; runs of other branches never enter its series.").Default(history.DefaultMainBranch).String(),
+		mainBranch: cmd.Flag("main-branch", "Branch of the main line; runs of other branches never enter its series.").Default(runstore.DefaultMainBranch).String(),
 	}
 	c.historyRecordCommand(cmd, f)
 	c.historyImportCommand(cmd, f)
@@ -47,8 +49,8 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 }
 
 // open opens the history the flags name, creating it when missing.
-func (f historyFlags) open(ctx context.Context) (*history.Store, error) {
-	s, err := history.Open(ctx, *f.dsn)
+func (f historyFlags) open(ctx context.Context) (*runstore.Store, error) {
+	s, err := runstore.Open(ctx, *f.dsn)
 	if err != nil {
 		return nil, cmdline.WithCode(cmdline.CodeError, err)
 	}
@@ -57,8 +59,8 @@ func (f historyFlags) open(ctx context.Context) (*history.Store, error) {
 
 // openExisting opens the history for a command that only reads or
 // updates recorded runs: a missing SQLite file is an error.
-func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) {
-	s, err := history.OpenExisting(ctx, *f.dsn)
+func (f historyFlags) openExisting(ctx context.Context) (*runstore.Store, error) {
+	s, err := runstore.OpenExisting(ctx, *f.dsn)
 	if err != nil {
 		return nil, cmdline.WithCode(cmdline.CodeError, err)
 	}
@@ -68,7 +70,7 @@ func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) 
 // resolveTest is --test, else the history's only test.
 // openTest opens the history (one that must exist already, for commands
 // that only read) and names the test the command is about.
-func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Store, string, error) {
+func (f historyFlags) openTest(ctx context.Context, existing bool) (*runstore.Store, string, error) {
 	open := f.open
 	if existing {
 		open = f.openExisting
@@ -85,7 +87,7 @@ func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Sto
 	return s, test, nil
 }
 
-func (f historyFlags) resolveTest(ctx context.Context, s *history.Store) (string, error) {
+func (f historyFlags) resolveTest(ctx context.Context, s *runstore.Store) (string, error) {
 	if *f.test != "" {
 		return *f.test, nil
 	}
@@ -126,9 +128,9 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 	rf := addRecordFlags(cmd)
 	files := cmd.Arg("FILE", "k6 result files.").Required().ExistingFiles()
 	cmd.Action(c.Action(func() error {
-		meta := history.Meta{Test: *f.test, Commit: *commit, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
+		meta := runstore.Meta{Test: *f.test, Commit: *commit, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
 		if *at != "" {
-			t, err := history.ParseTime(*at)
+			t, err := otava.ParseTime(*at)
 			if err != nil {
 				return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--time: %w", err))
 			}
@@ -140,16 +142,16 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // recordFiles reads each file as baseline reads runs, then records them
 // all in one transaction.
-func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf recordFlags) error {
+func (c *cli) recordFiles(f historyFlags, files []string, meta runstore.Meta, rf recordFlags) error {
 	ctx := context.Background()
-	recs := make([]history.Record, 0, len(files))
+	recs := make([]runstore.Record, 0, len(files))
 	for _, path := range files {
 		// One run at a time: its points are dropped once its figures are.
 		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(*rf.skip, *rf.groupBy))
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", cmdline.MissingFileMessage(err)))
 		}
-		rec, err := history.FromInput(in[0], meta, *rf.groupBy)
+		rec, err := runstore.FromInput(in[0], meta, *rf.groupBy)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", err))
 		}
@@ -159,7 +161,7 @@ func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf 
 }
 
 // addRecords stores records and says what became of each.
-func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []history.Record) error {
+func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Record) error {
 	s, err := f.open(ctx)
 	if err != nil {
 		return err
@@ -199,7 +201,7 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 	rf := addRecordFlags(cmd)
 	dir := cmd.Arg("DIR", "Folder of k6 result files.").ExistingDir()
 	cmd.Action(c.Action(func() error {
-		meta := history.Meta{Test: *f.test, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
+		meta := runstore.Meta{Test: *f.test, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
 		switch {
 		case *fromCSV != "" && *dir != "":
 			return cmdline.WithCode(cmdline.CodeError, errors.New("import: give a folder or --from-csv, not both"))
@@ -208,7 +210,7 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		case *dir == "":
 			return cmdline.WithCode(cmdline.CodeError, errors.New("import: give a folder of k6 result files, or --from-csv FILE"))
 		}
-		files, err := history.ResultFiles(*dir, *pattern)
+		files, err := k6.ResultFiles(*dir, *pattern)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, err)
 		}
@@ -218,13 +220,13 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // importCSV records an Otava-style CSV's runs; --branch, --version and
 // --note fill the cells the file leaves empty.
-func (c *cli) importCSV(f historyFlags, path string, meta history.Meta) error {
+func (c *cli) importCSV(f historyFlags, path string, meta runstore.Meta) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return cmdline.WithCode(cmdline.CodeError, cmdline.MissingFileMessage(err))
 	}
 	defer fh.Close() //nolint:errcheck // only read
-	recs, err := history.ReadCSV(envelope.SourceName(path), fh, meta.Test)
+	recs, err := otava.ReadCSV(envelope.SourceName(path), fh, meta.Test)
 	if err != nil {
 		return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("nothing recorded: %w", err))
 	}
@@ -256,7 +258,7 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		runs, err := s.Runs(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true})
+		runs, err := s.Runs(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true})
 		if err != nil {
 			return err
 		}
@@ -271,7 +273,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 	branch := cmd.Flag("branch", "Show this branch's runs instead of the main line's.").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.Action(func() error {
-		ep, fig, err := history.ParseFigure(*figure)
+		ep, fig, err := runstore.ParseFigure(*figure)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--figure: %w", err))
 		}
@@ -281,7 +283,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		pts, err := s.Series(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
+		pts, err := s.Series(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
 		if err != nil {
 			return err
 		}
@@ -298,20 +300,20 @@ func (c *cli) historyExcludeCommands(parent *kingpin.CmdClause, f historyFlags) 
 	exRun := ex.Arg("RUN", "The run's id or testid, as history list shows them.").Required().String()
 	reason := ex.Flag("reason", "Why, kept with the run.").Required().String()
 	ex.Action(c.Action(func() error {
-		return c.setExcluded(f, func(ctx context.Context, s *history.Store) (history.Run, error) {
+		return c.setExcluded(f, func(ctx context.Context, s *runstore.Store) (runstore.Run, error) {
 			return s.Exclude(ctx, *exRun, *reason)
 		})
 	}))
 	in := parent.Command("include", "Put an excluded run back into analysis.")
 	inRun := in.Arg("RUN", "The run's id or testid.").Required().String()
 	in.Action(c.Action(func() error {
-		return c.setExcluded(f, func(ctx context.Context, s *history.Store) (history.Run, error) {
+		return c.setExcluded(f, func(ctx context.Context, s *runstore.Store) (runstore.Run, error) {
 			return s.Include(ctx, *inRun)
 		})
 	}))
 }
 
-func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Store) (history.Run, error)) error {
+func (c *cli) setExcluded(f historyFlags, set func(context.Context, *runstore.Store) (runstore.Run, error)) error {
 	ctx := context.Background()
 	s, err := f.openExisting(ctx)
 	if err != nil {
@@ -411,11 +413,11 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if branch == *f.mainBranch {
 		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--branch %s is the main line's branch: give another branch", branch))
 	}
-	base, err := s.Latest(ctx, history.Line{Test: test, MainBranch: *f.mainBranch}, last)
+	base, err := s.Latest(ctx, runstore.Line{Test: test, MainBranch: *f.mainBranch}, last)
 	if err != nil {
 		return nil, err
 	}
-	cand, err := s.Latest(ctx, history.Line{Test: test, Branch: branch, MainBranch: *f.mainBranch}, cands)
+	cand, err := s.Latest(ctx, runstore.Line{Test: test, Branch: branch, MainBranch: *f.mainBranch}, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -425,10 +427,10 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if len(base) < 2 {
 		return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch))
 	}
-	env := history.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
+	env := runstore.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
 	runs := make([]*k6.Run, len(cand))
 	for i, r := range cand {
-		runs[i] = history.CandidateRun(r)
+		runs[i] = runstore.CandidateRun(r)
 	}
 	res, err := compare.Compare(env, runs, opts)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // changesFormats are the outputs of history changes.
@@ -55,7 +57,11 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 			return err
 		}
 		defer s.Close() //nolint:errcheck // the update said whether it landed
-		ch, err := s.Ack(ctx, *id, history.Status(*status), *note)
+		st, err := history.ParseStatus(*status)
+		if err != nil {
+			return cmdline.WithCode(cmdline.CodeError, err)
+		}
+		ch, err := s.Ack(ctx, *id, string(st), *note)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, err)
 		}
@@ -101,13 +107,14 @@ func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelop
 	if env != nil {
 		tol = env.Tolerance
 	}
-	return analyseStore(ctx, s, history.Line{Test: test, MainBranch: f.mainBranchName()}, since, env, &tol, record)
+	return analyseStore(ctx, s, runstore.Line{Test: test, MainBranch: f.mainBranchName()}, since, env, &tol, record)
 }
 
 // analyseStore is analyseChanges on an open store: the drift (none
-// without tol) from the envelope's latest run when env is given.
-func analyseStore(ctx context.Context, s *history.Store, l history.Line, since string, env *envelope.Envelope, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
-	an, err := s.Analyze(ctx, l, changepoint.Config{})
+// without tol) from the envelope's latest run when env is given; with
+// record, the report's new change points are then stored as reported.
+func analyseStore(ctx context.Context, s *runstore.Store, l runstore.Line, since string, env *envelope.Envelope, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+	an, err := history.Analyze(ctx, s, l, changepoint.Config{})
 	if err != nil {
 		return nil, cmdline.WithCode(cmdline.CodeError, err)
 	}
@@ -123,9 +130,17 @@ func analyseStore(ctx context.Context, s *history.Store, l history.Line, since s
 			return nil, cmdline.WithCode(cmdline.CodeError, fmt.Errorf("--since %s: no run of test %s's main line at that commit or testid", since, l.Test))
 		}
 	}
-	rep, err := an.Report(ctx, s, from, tol, record)
+	stored, err := s.StoredChanges(ctx, l.Test)
 	if err != nil {
 		return nil, cmdline.WithCode(cmdline.CodeError, err)
+	}
+	rep := an.Report(stored, from, tol)
+	if fresh := rep.Unreported(); record && len(fresh) > 0 {
+		first, err := s.MarkReported(ctx, fresh)
+		if err != nil {
+			return nil, cmdline.WithCode(cmdline.CodeError, err)
+		}
+		rep.Reported(first, time.Now())
 	}
 	return rep, nil
 }
@@ -290,14 +305,14 @@ func changesSuite(rep *history.ChangesReport) cireport.Suite {
 // new runs touch) and prints the change points no `history changes` has
 // reported yet, and the outlier runs among the line's latest: found at
 // once, reported as new by the gate (`history changes`) once.
-func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *history.Store, recs []history.Record) error {
+func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *runstore.Store, recs []runstore.Record) error {
 	seen := map[string]bool{}
 	for _, r := range recs {
 		if seen[r.Test] || r.Branch != "" && r.Branch != f.mainBranchName() {
 			continue
 		}
 		seen[r.Test] = true
-		rep, err := s.PreviewChanges(ctx, history.Line{Test: r.Test, MainBranch: f.mainBranchName()})
+		rep, err := history.PreviewChanges(ctx, s, runstore.Line{Test: r.Test, MainBranch: f.mainBranchName()})
 		if err != nil {
 			// The runs are recorded; only the look at them failed.
 			c.Printf("change points of %s: not analysed: %v\n", r.Test, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // historyRebaselineCommand adds `envelope history rebaseline`.
@@ -36,11 +37,11 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		an, err := s.Analyze(ctx, history.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
+		an, err := history.Analyze(ctx, s, runstore.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, err)
 		}
-		rb, err := s.Rebaseline(ctx, an, *since)
+		rb, err := an.Rebaseline(ctx, s, *since)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, err)
 		}
@@ -51,7 +52,7 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		if n == "" && old == nil {
 			n = test
 		}
-		env, err := history.RecordsEnvelope(rb.Records, old, n)
+		env, err := runstore.RecordsEnvelope(rb.Records, old, n)
 		if err != nil {
 			return cmdline.WithCode(cmdline.CodeError, err)
 		}

@@ -31,8 +31,10 @@ func TestBuildDeps(t *testing.T) {
 		"github.com/envelope-dev/envelope/internal/dashboards",
 		"github.com/envelope-dev/envelope/internal/demo",
 		"github.com/envelope-dev/envelope/internal/history",
+		"github.com/envelope-dev/envelope/internal/otava",
 		"github.com/envelope-dev/envelope/internal/report",
 		"github.com/envelope-dev/envelope/internal/rules",
+		"github.com/envelope-dev/envelope/internal/runstore",
 		"github.com/envelope-dev/envelope/internal/simulate",
 		"github.com/envelope-dev/envelope/internal/stack",
 	}
