@@ -59,5 +59,5 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	// What the runs were made with: the upload slower from c11, one slow
 	// actor_get run (c20), the slow auth path faster from c23.
 	d.Printf("history changes: every figure of the %d runs, made with the upload 20%% slower from c11, one run (c20) with actor_get 60%% slower, the slow auth path 10%% faster from c23; `envelope history --history %s changes`:\n", len(recs), path)
-	return writeChangesText(d.Stdout, rep)
+	return rep.WriteText(d.Stdout)
 }

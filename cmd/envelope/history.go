@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -346,23 +345,7 @@ func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) 
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', 0)
-		_, _ = fmt.Fprintln(tw, "branch\truns\tlatest\tline\t")
-		for _, b := range bs {
-			name, line := b.Name, "branch"
-			switch b.Name {
-			case "":
-				name, line = "(none)", "main"
-			case *f.mainBranch:
-				line = "main"
-			}
-			latest := "-"
-			if !b.Latest.IsZero() {
-				latest = b.Latest.Format(time.RFC3339)
-			}
-			_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", name, b.Runs, latest, line)
-		}
-		return tw.Flush()
+		return history.WriteBranches(c.Stdout, bs, *f.mainBranch)
 	}))
 }
 

@@ -199,6 +199,29 @@ func WriteRuns(w io.Writer, runs []runstore.Run, format string) error {
 	return tw.Flush()
 }
 
+// WriteBranches writes the branches a test's runs were recorded on as a
+// table, each with the line it belongs to: the main line takes the
+// main branch's runs and those of no known branch.
+func WriteBranches(w io.Writer, bs []runstore.Branch, mainBranch string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "branch\truns\tlatest\tline\t")
+	for _, b := range bs {
+		name, line := b.Name, "branch"
+		switch b.Name {
+		case "":
+			name, line = "(none)", "main"
+		case mainBranch:
+			line = "main"
+		}
+		latest := "-"
+		if !b.Latest.IsZero() {
+			latest = b.Latest.Format(time.RFC3339)
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", name, b.Runs, latest, line)
+	}
+	return tw.Flush()
+}
+
 func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
 func countText(n int64) string {
