@@ -6,6 +6,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // demoHistoryFigure is the figure the demo shows across commits: the
@@ -23,14 +24,14 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	recs := make([]history.Record, len(in))
+	recs := make([]runstore.Record, len(in))
 	for i := range in {
-		if recs[i], err = history.FromInput(in[i], history.Meta{Test: demo.HistoryTest, Commit: commits[i], Branch: history.DefaultMainBranch}, ""); err != nil {
+		if recs[i], err = runstore.FromInput(in[i], runstore.Meta{Test: demo.HistoryTest, Commit: commits[i], Branch: runstore.DefaultMainBranch}, ""); err != nil {
 			return err
 		}
 	}
-	path := filepath.Join(d.Dir, history.DefaultDSN)
-	s, err := history.Open(ctx, path)
+	path := filepath.Join(d.Dir, runstore.DefaultDSN)
+	s, err := runstore.Open(ctx, path)
 	if err != nil {
 		return err
 	}
@@ -38,11 +39,11 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	if _, err := s.Add(ctx, recs); err != nil {
 		return err
 	}
-	ep, fig, err := history.ParseFigure(demoHistoryFigure)
+	ep, fig, err := runstore.ParseFigure(demoHistoryFigure)
 	if err != nil {
 		return err
 	}
-	pts, err := s.Series(ctx, history.Line{Test: demo.HistoryTest}, ep, fig)
+	pts, err := s.Series(ctx, runstore.Line{Test: demo.HistoryTest}, ep, fig)
 	if err != nil {
 		return err
 	}
@@ -51,12 +52,12 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	if err := (history.SeriesView{Test: demo.HistoryTest, Endpoint: ep, Figure: fig, Points: pts}).Write(d.Stdout, "text"); err != nil {
 		return err
 	}
-	rep, err := analyseStore(ctx, s, history.Line{Test: demo.HistoryTest}, "", nil, nil, false)
+	rep, err := analyseStore(ctx, s, runstore.Line{Test: demo.HistoryTest}, "", nil, nil, false)
 	if err != nil {
 		return err
 	}
 	// What the runs were made with: the upload slower from c11, one slow
 	// actor_get run (c20), the slow auth path faster from c23.
 	d.Printf("history changes: every figure of the %d runs, made with the upload 20%% slower from c11, one run (c20) with actor_get 60%% slower, the slow auth path 10%% faster from c23; `envelope history --history %s changes`:\n", len(recs), path)
-	return writeChangesText(d.Stdout, rep)
+	return rep.WriteText(d.Stdout)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -16,6 +15,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/otava"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // historyFlags are the flags every history command shares.
@@ -30,9 +31,9 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 	cmd := app.Command("history", "Keep every run by commit in an embedded SQLite file or a team's PostgreSQL, and read each figure's series across commits.")
 	f := historyFlags{
 		dsn: cmd.Flag("history", "Where the history is: an SQLite file path or a postgres:// URL.").
-			Envar(history.EnvDSN).Default(history.DefaultDSN).String(),
+			Envar(runstore.EnvDSN).Default(runstore.DefaultDSN).String(),
 		test:       cmd.Flag("test", "Test the runs belong to (default: the runs' envelope tag when recording; the history's only test when reading).").String(),
-		mainBranch: cmd.Flag("main-branch", "Branch of the main line; runs of other branches never enter its series.").Default(history.DefaultMainBranch).String(),
+		mainBranch: cmd.Flag("main-branch", "Branch of the main line; runs of other branches never enter its series.").Default(runstore.DefaultMainBranch).String(),
 	}
 	c.historyRecordCommand(cmd, f)
 	c.historyImportCommand(cmd, f)
@@ -47,19 +48,19 @@ func (c *cli) historyCommand(app *kingpin.Application) {
 }
 
 // open opens the history the flags name, creating it when missing.
-func (f historyFlags) open(ctx context.Context) (*history.Store, error) {
-	return history.Open(ctx, *f.dsn)
+func (f historyFlags) open(ctx context.Context) (*runstore.Store, error) {
+	return runstore.Open(ctx, *f.dsn)
 }
 
 // openExisting opens the history for a command that only reads or
 // updates recorded runs: a missing SQLite file is an error.
-func (f historyFlags) openExisting(ctx context.Context) (*history.Store, error) {
-	return history.OpenExisting(ctx, *f.dsn)
+func (f historyFlags) openExisting(ctx context.Context) (*runstore.Store, error) {
+	return runstore.OpenExisting(ctx, *f.dsn)
 }
 
 // openTest opens the history (one that must exist already, for commands
 // that only read) and names the test the command is about.
-func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Store, string, error) {
+func (f historyFlags) openTest(ctx context.Context, existing bool) (*runstore.Store, string, error) {
 	open := f.open
 	if existing {
 		open = f.openExisting
@@ -77,7 +78,7 @@ func (f historyFlags) openTest(ctx context.Context, existing bool) (*history.Sto
 }
 
 // resolveTest is --test, else the history's only test.
-func (f historyFlags) resolveTest(ctx context.Context, s *history.Store) (string, error) {
+func (f historyFlags) resolveTest(ctx context.Context, s *runstore.Store) (string, error) {
 	if *f.test != "" {
 		return *f.test, nil
 	}
@@ -118,9 +119,9 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 	rf := addRecordFlags(cmd)
 	files := cmd.Arg("FILE", "k6 result files.").Required().ExistingFiles()
 	cmd.Action(c.Action(func() error {
-		meta := history.Meta{Test: *f.test, Commit: *commit, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
+		meta := runstore.Meta{Test: *f.test, Commit: *commit, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
 		if *at != "" {
-			t, err := history.ParseTime(*at)
+			t, err := otava.ParseTime(*at)
 			if err != nil {
 				return fmt.Errorf("--time: %w", err)
 			}
@@ -132,15 +133,15 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // recordFiles reads each file as baseline reads runs, then records them
 // all in one transaction.
-func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf recordFlags) error {
-	recs := make([]history.Record, 0, len(files))
+func (c *cli) recordFiles(f historyFlags, files []string, meta runstore.Meta, rf recordFlags) error {
+	recs := make([]runstore.Record, 0, len(files))
 	for _, path := range files {
 		// One run at a time: its points are dropped once its figures are.
 		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(*rf.skip, *rf.groupBy))
 		if err != nil {
 			return fmt.Errorf("nothing recorded: %w", cmdline.MissingFileMessage(err))
 		}
-		rec, err := history.FromInput(in[0], meta, *rf.groupBy)
+		rec, err := runstore.FromInput(in[0], meta, *rf.groupBy)
 		if err != nil {
 			return fmt.Errorf("nothing recorded: %w", err)
 		}
@@ -154,7 +155,7 @@ func (c *cli) recordFiles(f historyFlags, files []string, meta history.Meta, rf 
 }
 
 // addRecords stores records and says what became of each.
-func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []history.Record) error {
+func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Record) error {
 	s, err := f.open(ctx)
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 	rf := addRecordFlags(cmd)
 	dir := cmd.Arg("DIR", "Folder of k6 result files.").ExistingDir()
 	cmd.Action(c.Action(func() error {
-		meta := history.Meta{Test: *f.test, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
+		meta := runstore.Meta{Test: *f.test, Branch: *rf.branch, Version: *rf.version, Note: *rf.note}
 		switch {
 		case *fromCSV != "" && *dir != "":
 			return errors.New("import: give a folder or --from-csv, not both")
@@ -203,7 +204,7 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		case *dir == "":
 			return errors.New("import: give a folder of k6 result files, or --from-csv FILE")
 		}
-		files, err := history.ResultFiles(*dir, *pattern)
+		files, err := k6.ResultFiles(*dir, *pattern)
 		if err != nil {
 			return err
 		}
@@ -213,13 +214,13 @@ func (c *cli) historyImportCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // importCSV records an Otava-style CSV's runs; --branch, --version and
 // --note fill the cells the file leaves empty.
-func (c *cli) importCSV(f historyFlags, path string, meta history.Meta) error {
+func (c *cli) importCSV(f historyFlags, path string, meta runstore.Meta) error {
 	fh, err := os.Open(path)
 	if err != nil {
 		return cmdline.MissingFileMessage(err)
 	}
 	defer fh.Close() //nolint:errcheck // only read
-	recs, err := history.ReadCSV(envelope.SourceName(path), fh, meta.Test)
+	recs, err := otava.ReadCSV(envelope.SourceName(path), fh, meta.Test)
 	if err != nil {
 		return fmt.Errorf("nothing recorded: %w", err)
 	}
@@ -254,7 +255,7 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		runs, err := s.Runs(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true})
+		runs, err := s.Runs(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true})
 		if err != nil {
 			return err
 		}
@@ -269,7 +270,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 	branch := cmd.Flag("branch", "Show this branch's runs instead of the main line's.").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.Action(func() error {
-		ep, fig, err := history.ParseFigure(*figure)
+		ep, fig, err := runstore.ParseFigure(*figure)
 		if err != nil {
 			return fmt.Errorf("--figure: %w", err)
 		}
@@ -280,7 +281,7 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		pts, err := s.Series(ctx, history.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
+		pts, err := s.Series(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
 		if err != nil {
 			return err
 		}
@@ -297,20 +298,20 @@ func (c *cli) historyExcludeCommands(parent *kingpin.CmdClause, f historyFlags) 
 	exRun := ex.Arg("RUN", "The run's id or testid, as history list shows them.").Required().String()
 	reason := ex.Flag("reason", "Why, kept with the run.").Required().String()
 	ex.Action(c.Action(func() error {
-		return c.setExcluded(f, func(ctx context.Context, s *history.Store) (history.Run, error) {
+		return c.setExcluded(f, func(ctx context.Context, s *runstore.Store) (runstore.Run, error) {
 			return s.Exclude(ctx, *exRun, *reason)
 		})
 	}))
 	in := parent.Command("include", "Put an excluded run back into analysis.")
 	inRun := in.Arg("RUN", "The run's id or testid.").Required().String()
 	in.Action(c.Action(func() error {
-		return c.setExcluded(f, func(ctx context.Context, s *history.Store) (history.Run, error) {
+		return c.setExcluded(f, func(ctx context.Context, s *runstore.Store) (runstore.Run, error) {
 			return s.Include(ctx, *inRun)
 		})
 	}))
 }
 
-func (c *cli) setExcluded(f historyFlags, set func(context.Context, *history.Store) (history.Run, error)) error {
+func (c *cli) setExcluded(f historyFlags, set func(context.Context, *runstore.Store) (runstore.Run, error)) error {
 	ctx, stop := c.SignalContext()
 	defer stop()
 	s, err := f.openExisting(ctx)
@@ -345,23 +346,7 @@ func (c *cli) historyBranchesCommand(parent *kingpin.CmdClause, f historyFlags) 
 		if err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', 0)
-		_, _ = fmt.Fprintln(tw, "branch\truns\tlatest\tline\t")
-		for _, b := range bs {
-			name, line := b.Name, "branch"
-			switch b.Name {
-			case "":
-				name, line = "(none)", "main"
-			case *f.mainBranch:
-				line = "main"
-			}
-			latest := "-"
-			if !b.Latest.IsZero() {
-				latest = b.Latest.Format(time.RFC3339)
-			}
-			_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", name, b.Runs, latest, line)
-		}
-		return tw.Flush()
+		return history.WriteBranches(c.Stdout, bs, *f.mainBranch)
 	}))
 }
 
@@ -413,11 +398,11 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if branch == *f.mainBranch {
 		return nil, fmt.Errorf("--branch %s is the main line's branch: give another branch", branch)
 	}
-	base, err := s.Latest(ctx, history.Line{Test: test, MainBranch: *f.mainBranch}, last)
+	base, err := s.Latest(ctx, runstore.Line{Test: test, MainBranch: *f.mainBranch}, last)
 	if err != nil {
 		return nil, err
 	}
-	cand, err := s.Latest(ctx, history.Line{Test: test, Branch: branch, MainBranch: *f.mainBranch}, cands)
+	cand, err := s.Latest(ctx, runstore.Line{Test: test, Branch: branch, MainBranch: *f.mainBranch}, cands)
 	if err != nil {
 		return nil, err
 	}
@@ -427,10 +412,10 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if len(base) < 2 {
 		return nil, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch)
 	}
-	env := history.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
+	env := runstore.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
 	runs := make([]*k6.Run, len(cand))
 	for i, r := range cand {
-		runs[i] = history.CandidateRun(r)
+		runs[i] = runstore.CandidateRun(r)
 	}
 	return compare.Compare(env, runs, opts)
 }

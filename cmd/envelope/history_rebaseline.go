@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // historyRebaselineCommand adds `envelope history rebaseline`.
@@ -36,11 +35,11 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		an, err := s.Analyze(ctx, history.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
+		an, err := history.Analyze(ctx, s, runstore.Line{Test: test, MainBranch: f.mainBranchName()}, changepoint.Config{})
 		if err != nil {
 			return err
 		}
-		rb, err := s.Rebaseline(ctx, an, *since)
+		rb, err := an.Rebaseline(ctx, s, *since)
 		if err != nil {
 			return err
 		}
@@ -51,7 +50,7 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		if n == "" && old == nil {
 			n = test
 		}
-		env, err := history.RecordsEnvelope(rb.Records, old, n)
+		env, err := runstore.RecordsEnvelope(rb.Records, old, n)
 		if err != nil {
 			return err
 		}
@@ -76,26 +75,8 @@ func (c *cli) writeRebaseline(env, old *envelope.Envelope, rb *history.Rebaselin
 	if err := envelope.WriteFile(out, env, f); err != nil {
 		return err
 	}
-	left := ""
-	if len(rb.Outliers) > 0 {
-		idx := make([]string, len(rb.Outliers))
-		for i, x := range rb.Outliers {
-			idx[i] = fmt.Sprint(x)
-		}
-		left = "; outlier runs left out: " + strings.Join(idx, ", ")
-	}
-	c.Printf("rebaseline of %s from change %s (%s, %s, %s) at run %d (commit %s): runs %d-%d, %d runs%s\n",
-		an.Test, rb.Change.ID, seriesName(rb.Change.Endpoint, rb.Change.Figure), rb.Change.Direction, rb.Change.Status,
-		rb.From, dashed(an.Runs[rb.From-1].Commit), rb.From, len(an.Runs), len(rb.Records), left)
-	if old != nil {
-		tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', 0)
-		_, _ = fmt.Fprintln(tw, "figure\tcurrent\tnew\tchange\t")
-		for _, fc := range history.CompareEnvelopes(old, env) {
-			_, _ = fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%s\t\n", fc.Figure, fc.Old, fc.New, pct(fc.Change()))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	if err := rb.WriteText(c.Stdout, an, old, env); err != nil {
+		return err
 	}
 	c.Printf("envelope: %s\n", out)
 	return nil

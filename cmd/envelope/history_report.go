@@ -11,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/report"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // historyReportCommand adds `envelope history report`.
@@ -37,8 +38,8 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		l := history.Line{Test: test, MainBranch: f.mainBranchName()}
-		an, err := s.Analyze(ctx, l, changepoint.Config{})
+		l := runstore.Line{Test: test, MainBranch: f.mainBranchName()}
+		an, err := history.Analyze(ctx, s, l, changepoint.Config{})
 		if err != nil {
 			return err
 		}
@@ -48,10 +49,11 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if env != nil {
 			an.DriftFrom = an.EnvelopeRun(env)
 		}
-		rep, err := an.Report(ctx, s, 1, &tol, false)
+		stored, err := s.StoredChanges(ctx, test)
 		if err != nil {
 			return err
 		}
+		rep := an.Report(stored, 1, &tol)
 		hr, err := historyReportData(ctx, s, l, an, rep, env)
 		if err != nil {
 			return err
@@ -67,7 +69,7 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // historyReportData reads every series' runs, placed by their index in
 // the line, with the envelope's band of each figure.
-func historyReportData(ctx context.Context, s *history.Store, l history.Line, an *history.Analysis, rep *history.ChangesReport, env *envelope.Envelope) (report.HistoryReport, error) {
+func historyReportData(ctx context.Context, s *runstore.Store, l runstore.Line, an *history.Analysis, rep *history.ChangesReport, env *envelope.Envelope) (report.HistoryReport, error) {
 	hr := report.HistoryReport{Changes: rep}
 	if env != nil {
 		hr.Envelope = env.Name
@@ -111,15 +113,15 @@ func envelopeBand(env *envelope.Envelope, endpoint, figure string) *chart.Band {
 	}
 	lat := func(l envelope.Latency) *chart.Band {
 		switch figure {
-		case history.FigAvg:
+		case runstore.FigAvg:
 			return band(l.Avg)
-		case history.FigMedian:
+		case runstore.FigMedian:
 			return band(l.Median)
-		case history.FigP95:
+		case runstore.FigP95:
 			return band(l.P95)
-		case history.FigP99:
+		case runstore.FigP99:
 			return band(l.P99)
-		case history.FigMax:
+		case runstore.FigMax:
 			return band(l.Max)
 		}
 		return nil
@@ -132,11 +134,11 @@ func envelopeBand(env *envelope.Envelope, endpoint, figure string) *chart.Band {
 		return lat(envelope.Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
 	}
 	switch figure {
-	case history.FigRPS:
+	case runstore.FigRPS:
 		return spread(env.Throughput)
-	case history.FigIterationsPerS:
+	case runstore.FigIterationsPerS:
 		return spread(env.Iterations)
-	case history.FigRequestsPerIter:
+	case runstore.FigRequestsPerIter:
 		return spread(env.RequestsPerIteration)
 	}
 	return lat(env.Latency)

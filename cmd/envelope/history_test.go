@@ -14,8 +14,9 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/otava"
 	"github.com/envelope-dev/envelope/internal/pgtest"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 func TestMain(m *testing.M) {
@@ -308,13 +309,13 @@ func TestHistoryRecordStopsOnEndedContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustRun(t, "history", "--history", dsn, "--test", "checkout", "import", "--from-csv", csvPath)
-	recs, err := history.ReadCSV("more.csv", strings.NewReader("time,commit,p95\n2026-01-03 10:00:00 +0000,a3,720\n"), "checkout")
+	recs, err := otava.ReadCSV("more.csv", strings.NewReader("time,commit,p95\n2026-01-03 10:00:00 +0000,a3,720\n"), "checkout")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var o, e bytes.Buffer
 	_, c := cmdline.New("envelope", "", &o, &e)
-	test, mainBranch := "checkout", history.DefaultMainBranch
+	test, mainBranch := "checkout", runstore.DefaultMainBranch
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	err = (&cli{c}).addRecords(ctx, historyFlags{dsn: &dsn, test: &test, mainBranch: &mainBranch}, recs)

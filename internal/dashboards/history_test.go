@@ -15,8 +15,8 @@ import (
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/pgtest"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // timeFilter is Grafana's $__timeFilter macro.
@@ -39,7 +39,7 @@ func interpolate(q string, vars map[string]string) string {
 func TestHistoryQueriesReturnRows(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
-	s, err := history.Open(ctx, dsn)
+	s, err := runstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +49,9 @@ func TestHistoryQueriesReturnRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []history.Record
+	var recs []runstore.Record
 	for i, r := range in {
-		rec, err := history.FromInput(r, history.Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), Branch: "main",
+		rec, err := runstore.FromInput(r, runstore.Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), Branch: "main",
 			CommitTime: time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)}, "")
 		if err != nil {
 			t.Fatal(err)

@@ -1,15 +1,23 @@
+// Package history is what a test's recorded runs say across commits:
+// the change points, outlier runs and drift of every series of a line
+// (internal/changepoint over what internal/runstore reads), matched with
+// the change points reported before and their status, the stretch a
+// re-baseline rests on, and the history commands' outputs (text, JSON,
+// CSV, Markdown and JUnit). It reads the store and writes to it only the
+// analysis's own checkpoint (AnalyzeAppended); the change points a
+// report finds new it returns, for its caller to store as reported.
 package history
 
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // Analysis is the change-point analysis of one line of a test: its runs
@@ -18,7 +26,7 @@ import (
 type Analysis struct {
 	Test string
 	// Runs are the analysed line's runs; run i has index i+1.
-	Runs     []Run
+	Runs     []runstore.Run
 	Analyzer *changepoint.Analyzer
 	Result   changepoint.Result
 	// DriftFrom is the run drift is measured from when Report is given
@@ -47,7 +55,7 @@ func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
 // Analyze reads every series of a line (excluded runs and, for the main
 // line, other branches left out) and analyses them together: the family
 // whose false discovery rate the analysis controls is the test's series.
-func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*Analysis, error) {
+func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config) (*Analysis, error) {
 	l.WithExcluded = false
 	a, err := changepoint.New(cfg)
 	if err != nil {
@@ -57,7 +65,7 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 	if err != nil {
 		return nil, err
 	}
-	series, err := s.lineFigures(ctx, l, runs)
+	series, err := lineFigures(ctx, s, l, runs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -76,52 +84,26 @@ func (s *Store) Analyze(ctx context.Context, l Line, cfg changepoint.Config) (*A
 	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result()}, nil
 }
 
-// lineFigures reads every figure of a line's runs (as Runs lists them)
-// in one query, by series, each series in the line's order.
-func (s *Store) lineFigures(ctx context.Context, l Line, runs []Run) (map[SeriesKey][]changepoint.Run, error) {
-	return s.lineFiguresWhere(ctx, l, runs, "", nil)
-}
-
-// lineFiguresWhere is lineFigures of the runs that also meet the
-// condition extra (on runs r, with its arguments).
-func (s *Store) lineFiguresWhere(ctx context.Context, l Line, runs []Run, extra string, extraArgs []any) (map[SeriesKey][]changepoint.Run, error) {
+// lineFigures reads the figures of a line's runs (as Runs lists them;
+// given ids, only those runs') in one query, by series, each series in
+// the line's order.
+func lineFigures(ctx context.Context, s *runstore.Store, l runstore.Line, runs []runstore.Run, only []int64) (map[runstore.SeriesKey][]changepoint.Run, error) {
 	index := make(map[int64]int, len(runs))
 	for i, r := range runs {
 		index[r.ID] = i + 1
 	}
-	cond, args := l.where()
-	if extra != "" {
-		cond += " AND " + extra
-		args = append(args, extraArgs...)
-	}
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT f.run_id, f.endpoint, f.figure, f.value, f.count, f.ci_low, f.ci_high
-FROM figures f JOIN runs r ON r.id = f.run_id WHERE `+cond), args...)
+	out := map[runstore.SeriesKey][]changepoint.Run{}
+	err := s.LineFigures(ctx, l, only, func(f runstore.LineFigure) {
+		at := index[f.RunID]
+		if at == 0 {
+			return // recorded after the line was read
+		}
+		run := runs[at-1]
+		out[f.Series] = append(out[f.Series], changepoint.Run{Index: at, TestID: run.TestID, Commit: run.Commit,
+			Value: f.Value, Count: f.Count, Lo: f.Low, Hi: f.High})
+	})
 	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", s.Where, err)
-	}
-	defer rows.Close() //nolint:errcheck // rows.Err says
-	out := map[SeriesKey][]changepoint.Run{}
-	for rows.Next() {
-		var id int64
-		var k SeriesKey
-		var r changepoint.Run
-		var n sql.NullInt64
-		var lo, hi sql.NullFloat64
-		if err := rows.Scan(&id, &k.Endpoint, &k.Figure, &r.Value, &n, &lo, &hi); err != nil {
-			return nil, fmt.Errorf("history %s: %w", s.Where, err)
-		}
-		r.Index, r.Count = index[id], n.Int64
-		if r.Index == 0 {
-			continue // recorded after the line was read
-		}
-		r.TestID, r.Commit = runs[r.Index-1].TestID, runs[r.Index-1].Commit
-		if lo.Valid && hi.Valid {
-			r.Lo, r.Hi = lo.Float64, hi.Float64
-		}
-		out[k] = append(out[k], r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		return nil, err
 	}
 	for _, rs := range out {
 		slices.SortFunc(rs, func(a, b changepoint.Run) int { return cmp.Compare(a.Index, b.Index) })
@@ -151,85 +133,35 @@ func (an *Analysis) IndexOf(commit string) int {
 	return 0
 }
 
-// ReportedChange is a change point with its stored lifecycle.
-type ReportedChange struct {
-	changepoint.Change
-	Status Status `json:"status"`
-	Note   string `json:"note,omitempty"`
-	// FirstReported is when `history changes` first reported it; empty
-	// for a change reported by none yet.
-	FirstReported string `json:"first_reported,omitempty"`
-	// New: no earlier call reported it (this one did, or, for a preview,
-	// will).
-	New bool `json:"new"`
-}
-
-// ChangesReport is what `history changes` writes: the JSON contract
-// other tools read.
-type ChangesReport struct {
-	Test     string                `json:"test"`
-	Runs     int                   `json:"runs"`
-	Since    *changepoint.RunRef   `json:"since,omitempty"`
-	Changes  []ReportedChange      `json:"changes"`
-	Outliers []changepoint.Outlier `json:"outliers"`
-	Drift    []changepoint.Drift   `json:"drift"`
-}
-
-// NewRegressions counts the new regression change points.
-func (r *ChangesReport) NewRegressions() int {
-	n := 0
-	for _, c := range r.Changes {
-		if c.New && c.Direction == changepoint.Regression {
-			n++
-		}
-	}
-	return n
-}
-
-// Report joins the analysis with the stored lifecycle: the change points
-// and outliers from run since on (1 for all), each change with its
-// status, and each series' drift against tol (none when nil). A change not stored before is new; a
-// stored one in the same series and direction within the minimum segment
-// of it (its run moves while the runs after it are few) is that change,
-// under its stored id. With record, the new changes are stored as
+// Report joins the analysis with the stored lifecycle (stored: the
+// test's reported change points, as the store lists them): the change
+// points and outliers from run since on (1 for all), each change with
+// its status, and each series' drift against tol (none when nil). A
+// change not stored before is new; a stored one in the same series and
+// direction within the minimum segment of it (its run moves while the
+// runs after it are few) is that change, under its stored id. The new
+// changes are the report's Unreported: the caller stores them as
 // reported, so that no later report calls them new again.
-func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol *envelope.Tolerance, record bool) (*ChangesReport, error) {
-	stored, err := s.StoredChanges(ctx, an.Test)
-	if err != nil {
-		return nil, err
-	}
+func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *envelope.Tolerance) *ChangesReport {
 	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{}}
 	if since > 1 {
 		ref := an.Ref(since)
 		rep.Since = &ref
 	}
-	var fresh []StoredChange
-	var freshAt []int
 	for _, c := range an.Result.Changes {
 		if c.Run.Index < since {
 			continue
 		}
 		rc := ReportedChange{Change: c, Status: StatusNew, New: true}
 		if m := an.match(stored, c); m != nil {
-			rc.ID, rc.Status, rc.Note, rc.New = m.ID, m.Status, m.Note, false
+			rc.ID, rc.Status, rc.Note, rc.New = m.ID, Status(m.Status), m.Note, false
 			rc.FirstReported = m.FirstReported.Format(time.RFC3339)
 		} else {
-			fresh = append(fresh, StoredChange{ID: c.ID, Test: an.Test, Figure: c.Figure, Endpoint: c.Endpoint, Commit: c.Run.Commit,
-				TestID: c.Run.TestID, RunIndex: c.Run.Index, Direction: c.Direction, Before: c.Before, After: c.After})
-			freshAt = append(freshAt, len(rep.Changes))
+			rep.unreported = append(rep.unreported, runstore.StoredChange{ID: c.ID, Test: an.Test, Figure: c.Figure, Endpoint: c.Endpoint,
+				Commit: c.Run.Commit, TestID: c.Run.TestID, RunIndex: c.Run.Index, Direction: string(c.Direction), Before: c.Before, After: c.After})
+			rep.unreportedAt = append(rep.unreportedAt, len(rep.Changes))
 		}
 		rep.Changes = append(rep.Changes, rc)
-	}
-	if record && len(fresh) > 0 {
-		first, err := s.ReportChanges(ctx, fresh)
-		if err != nil {
-			return nil, err
-		}
-		now := time.Now().UTC().Format(time.RFC3339)
-		for i, at := range freshAt {
-			rep.Changes[at].New = first[i]
-			rep.Changes[at].FirstReported = now
-		}
 	}
 	for _, o := range an.Result.Outliers {
 		if o.Run.Index >= since {
@@ -239,20 +171,20 @@ func (an *Analysis) Report(ctx context.Context, s *Store, since int, tol *envelo
 	if tol != nil {
 		rep.Drift = an.drift(since, *tol)
 	}
-	return rep, nil
+	return rep
 }
 
 // match finds the stored change a found one is: the same id, else the
 // nearest one of its series and direction within the minimum segment.
-func (an *Analysis) match(stored []StoredChange, c changepoint.Change) *StoredChange {
-	var best *StoredChange
+func (an *Analysis) match(stored []runstore.StoredChange, c changepoint.Change) *runstore.StoredChange {
+	var best *runstore.StoredChange
 	bestD := an.Analyzer.Config().MinRuns + 1
 	for i := range stored {
 		m := &stored[i]
 		if m.ID == c.ID {
 			return m
 		}
-		if m.Figure != c.Figure || m.Endpoint != c.Endpoint || m.Direction != c.Direction {
+		if m.Figure != c.Figure || m.Endpoint != c.Endpoint || changepoint.Direction(m.Direction) != c.Direction {
 			continue
 		}
 		at := an.IndexOf(m.Commit)
@@ -288,7 +220,7 @@ func (an *Analysis) drift(since int, tol envelope.Tolerance) []changepoint.Drift
 	for _, k := range an.Analyzer.Keys() {
 		t := tol.LatencyRise
 		switch {
-		case k.Figure == FigErrorRate:
+		case k.Figure == runstore.FigErrorRate:
 			continue
 		case changepoint.FigurePolarity(k.Figure) == changepoint.LowerIsWorse:
 			t = tol.ThroughputDrop

@@ -13,6 +13,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // cpuTime is the process's user and system CPU time so far.
@@ -42,7 +43,7 @@ func benchNDJSON(b *testing.B) string {
 // it, close. hash makes each iteration's run new.
 func recordOnce(b *testing.B, dsn, path, hash string) {
 	ctx := context.Background()
-	s, err := Open(ctx, dsn)
+	s, err := runstore.Open(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,12 +51,12 @@ func recordOnce(b *testing.B, dsn, path, hash string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, err := FromInput(in[0], Meta{Test: "bench"}, "")
+	rec, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	rec.SHA256 += hash
-	if _, err := s.Add(ctx, []Record{rec}); err != nil {
+	if _, err := s.Add(ctx, []runstore.Record{rec}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -135,24 +136,24 @@ func bigHistory(b *testing.B) string {
 			bigErr = err
 			return
 		}
-		rec, err := FromInput(in[0], Meta{Test: "bench"}, "")
+		rec, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
 		if err != nil {
 			bigErr = err
 			return
 		}
-		s, err := Open(context.Background(), bigDSN)
+		s, err := runstore.Open(context.Background(), bigDSN)
 		if err != nil {
 			bigErr = err
 			return
 		}
 		defer s.Close() //nolint:errcheck // benchmark set-up
 		t0 := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-		recs := make([]Record, 0, 10000)
+		recs := make([]runstore.Record, 0, 10000)
 		for i := range 10000 {
 			r := rec
 			r.SHA256 = fmt.Sprintf("%s-%d", rec.SHA256, i)
 			r.TestID, r.Commit, r.CommitTime = fmt.Sprintf("run-%d", i), fmt.Sprintf("c%05d", i), t0.Add(time.Duration(i)*time.Hour)
-			r.Figures = append([]Figure(nil), rec.Figures...)
+			r.Figures = append([]runstore.Figure(nil), rec.Figures...)
 			for j := range r.Figures {
 				r.Figures[j].Value *= 1 + float64(i%17)/100
 			}
@@ -175,15 +176,15 @@ func BenchmarkShow10000(b *testing.B) {
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {
-		s, err := Open(ctx, dsn)
+		s, err := runstore.Open(ctx, dsn)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pts, err := s.Series(ctx, Line{Test: "bench", WithExcluded: true}, "auth_login", FigP95)
+		pts, err := s.Series(ctx, runstore.Line{Test: "bench", WithExcluded: true}, "auth_login", runstore.FigP95)
 		if err != nil || len(pts) != 10000 {
 			b.Fatalf("%d points, %v", len(pts), err)
 		}
-		if err := (SeriesView{Test: "bench", Endpoint: "auth_login", Figure: FigP95, Points: pts}).Write(io.Discard, "json"); err != nil {
+		if err := (SeriesView{Test: "bench", Endpoint: "auth_login", Figure: runstore.FigP95, Points: pts}).Write(io.Discard, "json"); err != nil {
 			b.Fatal(err)
 		}
 		_ = s.Close()

@@ -11,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // BenchmarkChanges10000 is `history changes` over 10,000 runs of 29
@@ -27,11 +28,11 @@ func benchChanges(b *testing.B, drift bool) {
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {
-		s, err := Open(ctx, dsn)
+		s, err := runstore.Open(ctx, dsn)
 		if err != nil {
 			b.Fatal(err)
 		}
-		an, err := s.Analyze(ctx, Line{Test: "bench"}, changepoint.Config{})
+		an, err := Analyze(ctx, s, runstore.Line{Test: "bench"}, changepoint.Config{})
 		if err != nil || len(an.Runs) != 10000 {
 			b.Fatalf("%v", err)
 		}
@@ -40,9 +41,11 @@ func benchChanges(b *testing.B, drift bool) {
 			t := envelope.DefaultTolerance()
 			tol = &t
 		}
-		if _, err := an.Report(ctx, s, 1, tol, false); err != nil {
+		stored, err := s.StoredChanges(ctx, an.Test)
+		if err != nil {
 			b.Fatal(err)
 		}
+		an.Report(stored, 1, tol)
 		_ = s.Close()
 	}
 }
@@ -63,11 +66,11 @@ func BenchmarkRecordAppended10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := Open(ctx, dsn)
+	s, err := runstore.Open(ctx, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.PreviewChanges(ctx, Line{Test: "bench"}); err != nil {
+	if _, err := PreviewChanges(ctx, s, runstore.Line{Test: "bench"}); err != nil {
 		b.Fatal(err)
 	}
 	_ = s.Close()
@@ -75,7 +78,7 @@ func BenchmarkRecordAppended10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	next, err := FromInput(in[0], Meta{Test: "bench"}, "")
+	next, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,23 +88,25 @@ func BenchmarkRecordAppended10000(b *testing.B) {
 	defer reportCPU(b, start)
 	for b.Loop() {
 		i++
-		s, err := Open(ctx, dsn)
+		s, err := runstore.Open(ctx, dsn)
 		if err != nil {
 			b.Fatal(err)
 		}
 		r := next
 		r.TestID, r.SHA256, r.Commit = fmt.Sprintf("next-%d", i), fmt.Sprintf("next-%d", i), fmt.Sprintf("n%05d", i)
 		r.CommitTime = t0.Add(time.Duration(i) * time.Hour)
-		if _, err := s.Add(ctx, []Record{r}); err != nil {
+		if _, err := s.Add(ctx, []runstore.Record{r}); err != nil {
 			b.Fatal(err)
 		}
-		an, appended, err := s.AnalyzeAppended(ctx, Line{Test: "bench"}, changepoint.Config{})
+		an, appended, err := AnalyzeAppended(ctx, s, runstore.Line{Test: "bench"}, changepoint.Config{})
 		if err != nil || !appended || len(an.Runs) != 10000+i {
 			b.Fatalf("appended %v, %v", appended, err)
 		}
-		if _, err := an.Report(ctx, s, 1, nil, false); err != nil {
+		stored, err := s.StoredChanges(ctx, an.Test)
+		if err != nil {
 			b.Fatal(err)
 		}
+		an.Report(stored, 1, nil)
 		_ = s.Close()
 	}
 }

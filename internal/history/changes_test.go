@@ -1,54 +1,46 @@
 package history
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
-// TestChangeLifecycle stores reported change points on both back ends:
-// each is stored first by one call only, ack sets a status and a note,
-// and bad ids and statuses are refused.
-func TestChangeLifecycle(t *testing.T) {
-	backends(t, func(t *testing.T, dsn string) {
-		ctx := context.Background()
-		s := open(t, dsn)
-		cs := []StoredChange{
-			{ID: "a1", Test: "t", Figure: "p95", Endpoint: "upload", Commit: "c11", RunIndex: 11, Direction: changepoint.Regression, Before: 76, After: 96},
-			{ID: "b2", Test: "t", Figure: "median", Commit: "c23", RunIndex: 23, Direction: changepoint.Improvement, Before: 9, After: 8},
+// TestParseStatus: ack sets only the statuses someone gives a change;
+// new is no such status, nor is an unknown word.
+func TestParseStatus(t *testing.T) {
+	for _, v := range AckStatuses() {
+		if s, err := ParseStatus(v); err != nil || string(s) != v {
+			t.Errorf("%s: %s, %v", v, s, err)
 		}
-		first, err := s.ReportChanges(ctx, cs)
-		if err != nil || !first[0] || !first[1] {
-			t.Fatalf("first report: %v, %v", first, err)
+	}
+	for _, v := range []string{string(StatusNew), "done", ""} {
+		if _, err := ParseStatus(v); err == nil || !strings.Contains(err.Error(), "want one of") {
+			t.Errorf("status %q: %v", v, err)
 		}
-		again, err := s.ReportChanges(ctx, cs[:1])
-		if err != nil || again[0] {
-			t.Fatalf("second report: %v, %v", again, err)
+	}
+}
+
+// lineOf30 is the analysis of test t's line of 30 runs, commits c01 to
+// c30, with a minimum segment of 3 runs, the run at commit excluded left
+// out ("" for none); its result is the caller's to set.
+func lineOf30(t *testing.T, excluded string) *Analysis {
+	t.Helper()
+	a, err := changepoint.New(changepoint.Config{MinRuns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := &Analysis{Test: "t", Analyzer: a}
+	for i := range 30 {
+		if commit := fmt.Sprintf("c%02d", i+1); commit != excluded {
+			an.Runs = append(an.Runs, runstore.Run{ID: int64(i + 1), Commit: commit})
 		}
-		c, err := s.Ack(ctx, "a1", StatusFalsePositive, "noisy host")
-		if err != nil || c.Status != StatusFalsePositive || c.Note != "noisy host" || c.Endpoint != "upload" || c.RunIndex != 11 || c.Before != 76 {
-			t.Fatalf("ack: %+v, %v", c, err)
-		}
-		got, err := s.StoredChanges(ctx, "t")
-		if err != nil || len(got) != 2 || got[0].FirstReported.IsZero() {
-			t.Fatalf("stored: %+v, %v", got, err)
-		}
-		for _, g := range got {
-			want := map[string]Status{"a1": StatusFalsePositive, "b2": StatusNew}[g.ID]
-			if g.Status != want || g.Direction != map[string]changepoint.Direction{"a1": changepoint.Regression, "b2": changepoint.Improvement}[g.ID] {
-				t.Errorf("%s: %s %s", g.ID, g.Status, g.Direction)
-			}
-		}
-		if _, err := s.Ack(ctx, "zz", StatusFixed, ""); err == nil || !strings.Contains(err.Error(), "no reported change point zz") {
-			t.Errorf("ack of an unknown id: %v", err)
-		}
-		if _, err := s.Ack(ctx, "a1", StatusNew, ""); err == nil || !strings.Contains(err.Error(), "want one of") {
-			t.Errorf("ack to new: %v", err)
-		}
-	})
+	}
+	return an
 }
 
 // TestChangeMatch: a change found at another run than the stored one is
@@ -56,18 +48,8 @@ func TestChangeLifecycle(t *testing.T) {
 // the minimum segment, placed by its commit's current index (a run
 // excluded before it moves it).
 func TestChangeMatch(t *testing.T) {
-	a, err := changepoint.New(changepoint.Config{MinRuns: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	an := &Analysis{Test: "t", Analyzer: a}
-	for i := range 30 {
-		if i == 4 {
-			continue // an excluded run: c12 is now run 11
-		}
-		an.Runs = append(an.Runs, Run{ID: int64(i + 1), Commit: fmt.Sprintf("c%02d", i+1)})
-	}
-	stored := []StoredChange{{ID: "s", Figure: "p95", Endpoint: "upload", Commit: "c12", RunIndex: 12, Direction: changepoint.Regression}}
+	an := lineOf30(t, "c05") // an excluded run: c12 is now run 11
+	stored := []runstore.StoredChange{{ID: "s", Figure: "p95", Endpoint: "upload", Commit: "c12", RunIndex: 12, Direction: string(changepoint.Regression)}}
 	for _, c := range []struct {
 		id    string
 		index int
@@ -91,46 +73,37 @@ func TestChangeMatch(t *testing.T) {
 	}
 }
 
-// TestChangeReportedOnce: two jobs reporting the same change points at
-// the same moment, each through its own connection, store each once, and
-// exactly one of them reports each as first.
-func TestChangeReportedOnce(t *testing.T) {
-	backends(t, func(t *testing.T, dsn string) {
-		ctx := context.Background()
-		open(t, dsn) // migrated before the jobs start
-		var cs []StoredChange
-		for i := range 8 {
-			cs = append(cs, StoredChange{ID: fmt.Sprintf("c%d", i), Test: "t", Figure: "p95", Commit: fmt.Sprintf("c%02d", i), RunIndex: i + 1, Direction: changepoint.Regression})
-		}
-		const jobs = 3
-		firsts := make([][]bool, jobs)
-		errs := make(chan error, jobs)
-		for j := range jobs {
-			s := open(t, dsn)
-			go func() {
-				var err error
-				firsts[j], err = s.ReportChanges(ctx, cs)
-				errs <- err
-			}()
-		}
-		for range jobs {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i := range cs {
-			n := 0
-			for j := range jobs {
-				if firsts[j][i] {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("change %s reported first by %d jobs", cs[i].ID, n)
-			}
-		}
-		if got, err := open(t, dsn).StoredChanges(ctx, "t"); err != nil || len(got) != len(cs) {
-			t.Errorf("%d changes stored, %v", len(got), err)
-		}
-	})
+// TestReportUnreported: a report calls new the changes no stored change
+// is, returns them as the store records them, and once told which of
+// them this call stored first, keeps those new and dates them all; a
+// stored change keeps its id, status and note.
+func TestReportUnreported(t *testing.T) {
+	an := lineOf30(t, "")
+	change := func(id, ep string, at int) changepoint.Change {
+		return changepoint.Change{ID: id, Key: changepoint.Key{Figure: "p95", Endpoint: ep}, Direction: changepoint.Regression,
+			Run: changepoint.RunRef{Index: at, Commit: fmt.Sprintf("c%02d", at), TestID: fmt.Sprintf("r%02d", at)}, Before: 70, After: 90}
+	}
+	an.Result.Changes = []changepoint.Change{change("old", "upload", 11), change("x", "login", 20), change("y", "search", 25)}
+	at := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	stored := []runstore.StoredChange{{ID: "old", Test: "t", Figure: "p95", Endpoint: "upload", Commit: "c11", RunIndex: 11,
+		Direction: string(changepoint.Regression), Status: string(StatusExpected), Note: "cache", FirstReported: at}}
+	rep := an.Report(stored, 1, nil)
+	if c := rep.Changes[0]; c.New || c.ID != "old" || c.Status != StatusExpected || c.Note != "cache" || c.FirstReported != "2026-02-03T04:05:06Z" {
+		t.Errorf("stored change: %+v", c)
+	}
+	fresh := rep.Unreported()
+	if len(fresh) != 2 || fresh[0].ID != "x" || fresh[0].Endpoint != "login" || fresh[0].RunIndex != 20 || fresh[0].TestID != "r20" ||
+		fresh[0].Direction != "regression" || fresh[0].After != 90 || fresh[1].ID != "y" || !rep.Changes[1].New || rep.NewRegressions() != 2 {
+		t.Fatalf("unreported %+v, changes %+v", fresh, rep.Changes)
+	}
+	rep.Reported([]bool{true, false}, at.Add(time.Hour))
+	if c := rep.Changes[1]; !c.New || c.FirstReported != "2026-02-03T05:05:06Z" {
+		t.Errorf("stored first by this call: %+v", c)
+	}
+	if c := rep.Changes[2]; c.New || c.FirstReported != "2026-02-03T05:05:06Z" {
+		t.Errorf("stored first by another call: %+v", c)
+	}
+	if len(rep.Unreported()) != 0 || rep.NewRegressions() != 1 {
+		t.Errorf("after Reported: %d unreported, %d new regressions", len(rep.Unreported()), rep.NewRegressions())
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,42 +13,8 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cireport"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
-
-// ParseFigure splits a figure's name as the history commands take it,
-// "p95" or "auth_login.p95", into its endpoint ("" for an aggregate
-// figure) and the figure.
-func ParseFigure(key string) (endpoint, figure string, err error) {
-	endpoint, figure = "", key
-	if i := strings.LastIndex(key, "."); i >= 0 {
-		endpoint, figure = key[:i], key[i+1:]
-	}
-	if !slices.Contains(figureNames[:], figure) {
-		return "", "", fmt.Errorf("figure %q: want one of %s, prefixed with an endpoint for an endpoint's (auth_login.p95)", key, strings.Join(figureNames[:], ", "))
-	}
-	if endpoint != "" && !endpointFigures[figure] {
-		return "", "", fmt.Errorf("figure %q: an endpoint has only avg, median, p95, p99 and max", key)
-	}
-	if i := strings.LastIndex(key, "."); i == 0 {
-		return "", "", fmt.Errorf("figure %q: empty endpoint name", key)
-	}
-	return endpoint, figure, nil
-}
-
-// Unit is the unit a figure is in.
-func Unit(figure string) string {
-	switch figure {
-	case FigRPS:
-		return "req/s"
-	case FigIterationsPerS:
-		return "iter/s"
-	case FigRequestsPerIter:
-		return "req/iter"
-	case FigErrorRate:
-		return "ratio"
-	}
-	return "ms"
-}
 
 // timeText is a run's place in history as text, "-" when unknown.
 func timeText(t time.Time) string {
@@ -86,12 +51,12 @@ type SeriesPointJSON struct {
 // SeriesView is one figure's series as show prints it.
 type SeriesView struct {
 	Test, Endpoint, Figure, Branch string
-	Points                         []Point
+	Points                         []runstore.Point
 }
 
 // JSON is the view as SeriesJSON.
 func (v SeriesView) JSON() SeriesJSON {
-	out := SeriesJSON{Test: v.Test, Figure: v.Figure, Endpoint: v.Endpoint, Unit: Unit(v.Figure), Branch: v.Branch, Runs: []SeriesPointJSON{}}
+	out := SeriesJSON{Test: v.Test, Figure: v.Figure, Endpoint: v.Endpoint, Unit: runstore.Unit(v.Figure), Branch: v.Branch, Runs: []SeriesPointJSON{}}
 	for _, p := range v.Points {
 		j := SeriesPointJSON{Index: p.Index, Run: p.Run.ID, TestID: p.Run.TestID, Commit: p.Run.Commit,
 			Time: timeText(p.Run.Time()), Value: p.Value, Count: p.Count, Interval: p.CI}
@@ -154,7 +119,7 @@ func (v SeriesView) heading() string {
 	if v.Branch != "" {
 		line = "branch " + v.Branch
 	}
-	return fmt.Sprintf("%s of test %s (%s), %s: %d runs in commit-time order", name, v.Test, Unit(v.Figure), line, len(v.Points))
+	return fmt.Sprintf("%s of test %s (%s), %s: %d runs in commit-time order", name, v.Test, runstore.Unit(v.Figure), line, len(v.Points))
 }
 
 // writeMarkdown writes the series as a Markdown table.
@@ -172,7 +137,7 @@ func (v SeriesView) writeMarkdown(w io.Writer) error {
 }
 
 // WriteRuns writes runs, in the order given, as text, json or csv.
-func WriteRuns(w io.Writer, runs []Run, format string) error {
+func WriteRuns(w io.Writer, runs []runstore.Run, format string) error {
 	switch format {
 	case "json":
 		type runJSON struct {
@@ -230,6 +195,29 @@ func WriteRuns(w io.Writer, runs []Run, format string) error {
 		}
 		_, _ = fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", i+1, r.ID, dash(r.Commit), dash(timeText(r.Time())),
 			dash(r.Branch), dash(r.TestID), r.SourceFile, note)
+	}
+	return tw.Flush()
+}
+
+// WriteBranches writes the branches a test's runs were recorded on as a
+// table, each with the line it belongs to: the main line takes the
+// main branch's runs and those of no known branch.
+func WriteBranches(w io.Writer, bs []runstore.Branch, mainBranch string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "branch\truns\tlatest\tline\t")
+	for _, b := range bs {
+		name, line := b.Name, "branch"
+		switch b.Name {
+		case "":
+			name, line = "(none)", "main"
+		case mainBranch:
+			line = "main"
+		}
+		latest := "-"
+		if !b.Latest.IsZero() {
+			latest = b.Latest.Format(time.RFC3339)
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", name, b.Runs, latest, line)
 	}
 	return tw.Flush()
 }

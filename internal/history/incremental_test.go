@@ -11,16 +11,17 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // syntheticRecord is run i of a test with three endpoints' latency
 // figures and the rates: a step in one endpoint from run 90, an outlier
 // now and then, p95 intervals, and a fourth endpoint from run extraFrom.
-func syntheticRecord(rng *rand.Rand, i, extraFrom int, t0 time.Time) Record {
-	r := Record{Run: Run{Test: "inc", TestID: fmt.Sprintf("run-%03d", i), Commit: fmt.Sprintf("c%03d", i),
+func syntheticRecord(rng *rand.Rand, i, extraFrom int, t0 time.Time) runstore.Record {
+	r := runstore.Record{Run: runstore.Run{Test: "inc", TestID: fmt.Sprintf("run-%03d", i), Commit: fmt.Sprintf("c%03d", i),
 		CommitTime: t0.Add(time.Duration(i) * time.Hour), SHA256: fmt.Sprintf("h%03d", i), SourceFile: "run.json", Format: "summary"}}
-	r.Figures = append(r.Figures, Figure{Name: FigRPS, Value: 50 * math.Exp(0.01*rng.NormFloat64()), Count: 3000},
-		Figure{Name: FigErrorRate, Value: 0, Count: 3000})
+	r.Figures = append(r.Figures, runstore.Figure{Name: runstore.FigRPS, Value: 50 * math.Exp(0.01*rng.NormFloat64()), Count: 3000},
+		runstore.Figure{Name: runstore.FigErrorRate, Value: 0, Count: 3000})
 	eps := []string{"a", "b", "c"}
 	if i >= extraFrom {
 		eps = append(eps, "d")
@@ -35,8 +36,8 @@ func syntheticRecord(rng *rand.Rand, i, extraFrom int, t0 time.Time) Record {
 		}
 		med := math.Exp(y)
 		p95 := 2.5 * med * math.Exp(0.05*rng.NormFloat64())
-		r.Figures = append(r.Figures, Figure{Endpoint: ep, Name: FigMedian, Value: med, Count: 1000},
-			Figure{Endpoint: ep, Name: FigP95, Value: p95, Count: 1000, CI: &envelope.Interval{Low: p95 * 0.94, High: p95 * 1.07}})
+		r.Figures = append(r.Figures, runstore.Figure{Endpoint: ep, Name: runstore.FigMedian, Value: med, Count: 1000},
+			runstore.Figure{Endpoint: ep, Name: runstore.FigP95, Value: p95, Count: 1000, CI: &envelope.Interval{Low: p95 * 0.94, High: p95 * 1.07}})
 	}
 	return r
 }
@@ -53,15 +54,15 @@ func TestAnalyzeAppendedEqualsScratch(t *testing.T) {
 		rng := rand.New(rand.NewPCG(5, 5))
 		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		const n, extraFrom = 150, 140
-		line := Line{Test: "inc"}
+		line := runstore.Line{Test: "inc"}
 		appendedCalls := 0
 		check := func(what string, wantAppended bool) {
 			t.Helper()
-			got, appended, err := s.AnalyzeAppended(ctx, line, changepoint.Config{})
+			got, appended, err := AnalyzeAppended(ctx, s, line, changepoint.Config{})
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
-			want, err := s.Analyze(ctx, line, changepoint.Config{})
+			want, err := Analyze(ctx, s, line, changepoint.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,11 +84,11 @@ func TestAnalyzeAppendedEqualsScratch(t *testing.T) {
 		late := syntheticRecord(rng, 0, extraFrom, t0.Add(-time.Hour))
 		late.TestID, late.Commit, late.SHA256 = "late", "late", "late"
 		for i := 1; i <= n; i++ {
-			add(t, s, []Record{syntheticRecord(rng, i, extraFrom, t0)})
+			add(t, s, []runstore.Record{syntheticRecord(rng, i, extraFrom, t0)})
 			switch i {
 			case 100:
 				// A run committed before every other, recorded now.
-				add(t, s, []Record{late})
+				add(t, s, []runstore.Record{late})
 				check("a run recorded out of order", false)
 			case 110:
 				if _, err := s.Exclude(ctx, "run-050", "noisy host"); err != nil {
@@ -105,7 +106,7 @@ func TestAnalyzeAppendedEqualsScratch(t *testing.T) {
 				check(fmt.Sprintf("run %d", i), true)
 			}
 		}
-		an, _, err := s.AnalyzeAppended(ctx, line, changepoint.Config{})
+		an, _, err := AnalyzeAppended(ctx, s, line, changepoint.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // HistorySeries is one series of a history report: its runs (placed by
@@ -55,7 +56,7 @@ func WriteHistoryReport(r HistoryReport, mdPath string) error {
 		if err != nil {
 			return fmt.Errorf("history report chart %s: %w", name, err)
 		}
-		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, history.Unit(s.Key.Figure))
+		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, runstore.Unit(s.Key.Figure))
 		notes := b.Len()
 		for _, ch := range r.Changes.Changes {
 			if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
@@ -183,7 +184,7 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 	}
 	c := chart.Chart{
 		Title:      fmt.Sprintf("%s by commit", seriesLabel(s.Key)),
-		YLabel:     history.Unit(s.Key.Figure),
+		YLabel:     runstore.Unit(s.Key.Figure),
 		Categories: cats,
 		Lines: []chart.Series{{Name: "run value", Values: vals},
 			{Name: "segment level", Values: segmentLevels(s.Runs, cps, outliers.At)}},

@@ -1,4 +1,4 @@
-package history
+package runstore
 
 import (
 	"cmp"
@@ -124,6 +124,78 @@ func (s *Store) Runs(ctx context.Context, l Line) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// LineRefs lists a line's runs in commit-time order, each with its id,
+// test id and commit only: what places a run in the line.
+func (s *Store) LineRefs(ctx context.Context, l Line) ([]Run, error) {
+	cond, args := l.where()
+	rows, err := s.db.QueryContext(ctx, s.d.rebind("SELECT r.id, r.testid, r.commit_id FROM runs r WHERE "+cond+" ORDER BY "+historyOrder), args...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	var out []Run
+	for rows.Next() {
+		r := Run{Test: l.Test}
+		if err := rows.Scan(&r.ID, &r.TestID, &r.Commit); err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	return out, nil
+}
+
+// LineFigure is one figure of one of a line's runs.
+type LineFigure struct {
+	RunID  int64
+	Series SeriesKey
+	Value  float64
+	Count  int64 // 0 when unknown
+	// Low and High are the figure's order-statistic interval; both 0
+	// when it has none.
+	Low, High float64
+}
+
+// LineFigures reads every figure of a line's runs in one query, in no
+// particular order, and hands each to each; given run ids (only), just
+// the figures of those of the line's runs.
+func (s *Store) LineFigures(ctx context.Context, l Line, only []int64, each func(LineFigure)) error {
+	cond, args := l.where()
+	if len(only) > 0 {
+		marks := make([]string, len(only))
+		for i, id := range only {
+			marks[i] = "?"
+			args = append(args, id)
+		}
+		cond += " AND r.id IN (" + strings.Join(marks, ", ") + ")"
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT f.run_id, f.endpoint, f.figure, f.value, f.count, f.ci_low, f.ci_high
+FROM figures f JOIN runs r ON r.id = f.run_id WHERE `+cond), args...)
+	if err != nil {
+		return fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	for rows.Next() {
+		var f LineFigure
+		var n sql.NullInt64
+		var lo, hi sql.NullFloat64
+		if err := rows.Scan(&f.RunID, &f.Series.Endpoint, &f.Series.Figure, &f.Value, &n, &lo, &hi); err != nil {
+			return fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		f.Count = n.Int64
+		if lo.Valid && hi.Valid {
+			f.Low, f.High = lo.Float64, hi.Float64
+		}
+		each(f)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	return nil
 }
 
 // Point is one run's value of a figure, with what change-point
@@ -333,4 +405,65 @@ func (s *Store) Find(ctx context.Context, ref string) (Run, error) {
 		ids[i] = strconv.FormatInt(r.ID, 10)
 	}
 	return Run{}, fmt.Errorf("history %s: %d runs match %s (ids %s): give the id", s.Where, len(found), ref, strings.Join(ids, ", "))
+}
+
+// figureRows reads every figure of the given runs, by run id.
+func (s *Store) figureRows(ctx context.Context, runs []Run) (map[int64][]Figure, error) {
+	out := map[int64][]Figure{}
+	if len(runs) == 0 {
+		return out, nil
+	}
+	ids := make([]any, len(runs))
+	marks := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i], marks[i] = r.ID, "?"
+	}
+	rows, err := s.db.QueryContext(ctx, s.d.rebind("SELECT run_id, endpoint, figure, value, count, ci_low, ci_high FROM figures WHERE run_id IN ("+strings.Join(marks, ", ")+")"), ids...)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err says
+	for rows.Next() {
+		var id int64
+		var f Figure
+		var n sql.NullInt64
+		var lo, hi sql.NullFloat64
+		if err := rows.Scan(&id, &f.Endpoint, &f.Name, &f.Value, &n, &lo, &hi); err != nil {
+			return nil, err
+		}
+		f.Count = n.Int64
+		if lo.Valid && hi.Valid {
+			f.CI = &envelope.Interval{Low: lo.Float64, High: hi.Float64}
+		}
+		out[id] = append(out[id], f)
+	}
+	return out, rows.Err()
+}
+
+// Latest reads a line's latest n runs (all when n ≤ 0) with their
+// figures, in commit-time order; excluded runs are left out.
+func (s *Store) Latest(ctx context.Context, l Line, n int) ([]Record, error) {
+	l.WithExcluded = false
+	runs, err := s.Runs(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 && len(runs) > n {
+		runs = runs[len(runs)-n:]
+	}
+	return s.Records(ctx, runs)
+}
+
+// Records reads the figures of runs, each run's record in the order
+// given.
+func (s *Store) Records(ctx context.Context, runs []Run) ([]Record, error) {
+	figs, err := s.figureRows(ctx, runs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, len(runs))
+	for i, r := range runs {
+		out[i] = Record{Run: r, Figures: figs[r.ID]}
+	}
+	return out, nil
 }

@@ -1,4 +1,7 @@
-package history
+// Package otava reads the runs of an Otava-style CSV (one run a row: its
+// commit time, commit and one column per figure) as records for the run
+// history, and the commit times it and `history record --time` take.
+package otava
 
 import (
 	"crypto/sha256"
@@ -11,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // csvMeta are the columns of an Otava-style CSV that are run metadata;
-// every other column is a figure (FigureNames, endpoint-prefixed for an
-// endpoint's).
+// every other column is a figure, named as runstore.ParseFigure takes it
+// (endpoint-prefixed for an endpoint's).
 var csvMeta = map[string]bool{"time": true, "commit": true, "branch": true, "version": true, "testid": true, "note": true}
 
 // csvTimeLayouts are the time forms an Otava-style CSV's time column
@@ -42,7 +47,7 @@ func ParseTime(s string) (time.Time, error) {
 // time column. Empty figure cells are absent figures. Each row's
 // identity is its testid and the hash of its cells, so importing the
 // same file twice records each run once.
-func ReadCSV(name string, r io.Reader, test string) ([]Record, error) {
+func ReadCSV(name string, r io.Reader, test string) ([]runstore.Record, error) {
 	if test == "" {
 		return nil, fmt.Errorf("%s: give the runs' test with --test", name)
 	}
@@ -52,7 +57,7 @@ func ReadCSV(name string, r io.Reader, test string) ([]Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: line 1: reading the header: %w", name, err)
 	}
-	cols := make([]Figure, len(header))
+	cols := make([]runstore.Figure, len(header))
 	seen := map[string]bool{}
 	for i, h := range header {
 		h = strings.TrimSpace(h)
@@ -64,18 +69,18 @@ func ReadCSV(name string, r io.Reader, test string) ([]Record, error) {
 		if csvMeta[h] {
 			continue
 		}
-		ep, fig, err := ParseFigure(h)
+		ep, fig, err := runstore.ParseFigure(h)
 		if err != nil {
 			return nil, fmt.Errorf("%s: line 1, column %d: %w", name, i+1, err)
 		}
-		cols[i] = Figure{Endpoint: ep, Name: fig}
+		cols[i] = runstore.Figure{Endpoint: ep, Name: fig}
 	}
 	for _, need := range []string{"time", "commit"} {
 		if !seen[need] {
 			return nil, fmt.Errorf("%s: line 1: no %s column (an Otava-style CSV has time, commit and one column per figure)", name, need)
 		}
 	}
-	var out []Record
+	var out []runstore.Record
 	for {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -98,8 +103,8 @@ func ReadCSV(name string, r io.Reader, test string) ([]Record, error) {
 }
 
 // csvRecord makes one row's record.
-func csvRecord(name string, line int, header []string, cols []Figure, row []string, test string) (Record, error) {
-	rec := Record{Run: Run{Test: test, SourceFile: fmt.Sprintf("%s:%d", name, line), Format: "otava-csv"}}
+func csvRecord(name string, line int, header []string, cols []runstore.Figure, row []string, test string) (runstore.Record, error) {
+	rec := runstore.Record{Run: runstore.Run{Test: test, SourceFile: fmt.Sprintf("%s:%d", name, line), Format: "otava-csv"}}
 	h := sha256.New()
 	for i, cell := range row {
 		cell = strings.TrimSpace(cell)
@@ -111,7 +116,7 @@ func csvRecord(name string, line int, header []string, cols []Figure, row []stri
 		case "time":
 			t, err := ParseTime(cell)
 			if err != nil {
-				return Record{}, field(err)
+				return runstore.Record{}, field(err)
 			}
 			rec.CommitTime = t
 		case "commit":
@@ -130,7 +135,7 @@ func csvRecord(name string, line int, header []string, cols []Figure, row []stri
 			}
 			v, err := strconv.ParseFloat(cell, 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-				return Record{}, field(fmt.Errorf("%q is not a finite number ≥ 0", cell))
+				return runstore.Record{}, field(fmt.Errorf("%q is not a finite number ≥ 0", cell))
 			}
 			f := cols[i]
 			f.Value = v
@@ -138,7 +143,7 @@ func csvRecord(name string, line int, header []string, cols []Figure, row []stri
 		}
 	}
 	if rec.Commit == "" {
-		return Record{}, fmt.Errorf("%s: line %d, field commit: empty", name, line)
+		return runstore.Record{}, fmt.Errorf("%s: line %d, field commit: empty", name, line)
 	}
 	rec.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return rec, nil

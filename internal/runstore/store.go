@@ -1,8 +1,10 @@
-// Package history keeps every k6 run of a test, by commit, with every
+// Package runstore keeps every k6 run of a test, by commit, with every
 // figure the envelope computes for a run, in an embedded SQLite file or a
-// team's PostgreSQL, and reads each figure's series back in commit-time
-// order for the history commands and change-point detection.
-package history
+// team's PostgreSQL: the runs and their figures, the change points
+// reported on them with their status, and the change-point analysis's
+// checkpoint of each line, as bytes. It reads each figure's series back
+// in commit-time order; what the series say is internal/history's.
+package runstore
 
 import (
 	"context"

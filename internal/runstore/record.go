@@ -1,16 +1,14 @@
-package history
+package runstore
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Run is one recorded run's metadata.
@@ -43,8 +41,17 @@ func (r Run) Time() time.Time {
 	return r.RunTime
 }
 
+// Label names a recorded run for people: its source and commit.
+func (r Run) Label() string {
+	if r.Commit == "" {
+		return fmt.Sprintf("run %d (%s)", r.ID, r.SourceFile)
+	}
+	return fmt.Sprintf("run %d (%s, commit %s)", r.ID, r.SourceFile, r.Commit)
+}
+
 // Figure is one figure of a run: an aggregate figure (Endpoint "") or an
-// endpoint's, named as the envelope's per-run values are (FigureNames).
+// endpoint's, named as the envelope's per-run values are (the Fig
+// constants).
 type Figure struct {
 	Endpoint string
 	Name     string
@@ -66,130 +73,6 @@ func (f Figure) Key() string {
 type Record struct {
 	Run
 	Figures []Figure
-}
-
-// Figure names of a run: the envelope's per-run values.
-const (
-	FigRPS             = "rps"
-	FigIterationsPerS  = "iterations_per_s"
-	FigRequestsPerIter = "requests_per_iteration"
-	FigErrorRate       = "error_rate"
-	FigAvg             = "avg"
-	FigMedian          = "median"
-	FigP95             = "p95"
-	FigP99             = "p99"
-	FigMax             = "max"
-)
-
-// figureNames are every figure a run can hold, aggregate ones first.
-var figureNames = [...]string{FigRPS, FigIterationsPerS, FigRequestsPerIter, FigErrorRate, FigAvg, FigMedian, FigP95, FigP99, FigMax}
-
-// endpointFigures are the figures an endpoint has.
-var endpointFigures = map[string]bool{FigAvg: true, FigMedian: true, FigP95: true, FigP99: true, FigMax: true}
-
-// Meta is what a user says about a run; set fields override the run's
-// own tags.
-type Meta struct {
-	Test, Commit, Branch, Version, Note string
-	CommitTime                          time.Time
-}
-
-// tagKeys are the k6 tags a run's metadata is read from.
-var tagKeys = []string{"commit", "branch", "version", "testid", "envelope"}
-
-// tagScan is how many of a run's first points runTags reads: k6 puts a
-// run's --tag values on every sample, so the first ones carry them all.
-const tagScan = 1000
-
-// runTags reads the metadata tags a run's points carry (a summary carries
-// none): the first value each tag has among the first tagScan points.
-func runTags(r *k6.Run) map[string]string {
-	tags := map[string]string{}
-	for _, p := range r.Points[:min(len(r.Points), tagScan)] {
-		for _, k := range tagKeys {
-			if _, ok := tags[k]; !ok && p.Tags[k] != "" {
-				tags[k] = p.Tags[k]
-			}
-		}
-		if len(tags) == len(tagKeys) {
-			break
-		}
-	}
-	return tags
-}
-
-// ErrNoTest is returned for a run that names no test.
-var ErrNoTest = errors.New("no test name: the run carries no envelope tag (k6 --tag envelope=NAME); give one with --test")
-
-// FromInput makes the record of one run read as baseline reads runs
-// (envelope.ReadFiles with envelope.LoadOptions). Its figures come from
-// envelope.Compute over that one run, so a run recorded in history and
-// the same run in an envelope agree to the last digit.
-func FromInput(in envelope.Input, meta Meta, groupBy string) (Record, error) {
-	env, err := envelope.Compute([]envelope.Input{in}, envelope.Options{Name: meta.Test, GroupBy: groupBy})
-	if err != nil {
-		return Record{}, err
-	}
-	tags := runTags(in.Run)
-	pick := func(flag, tag string) string {
-		if flag != "" {
-			return flag
-		}
-		return tags[tag]
-	}
-	rec := Record{Run: Run{
-		Test: pick(meta.Test, "envelope"), TestID: tags["testid"], Commit: pick(meta.Commit, "commit"),
-		CommitTime: meta.CommitTime.UTC(), Branch: pick(meta.Branch, "branch"), Version: pick(meta.Version, "version"),
-		RunTime: in.Run.Start.UTC(), DurationS: env.Runs[0].DurationSeconds, VUs: env.Provenance.Workload.VUs,
-		SourceFile: in.Source.File, Format: in.Source.Format, SHA256: in.Source.SHA256, Note: meta.Note,
-	}}
-	if rec.RunTime.Equal(time.Unix(0, 0)) {
-		rec.RunTime = time.Time{}
-	}
-	if rec.Test == "" {
-		return Record{}, fmt.Errorf("%s: %w", in.Source.File, ErrNoTest)
-	}
-	rec.Figures = RunFigures(env.Runs[0])
-	return rec, nil
-}
-
-// RunFigures lists an envelope's per-run values as figures: the
-// aggregate ones, then each endpoint's by name. A latency statistic the
-// run's file lacks (0 in the envelope) is left out, as are the iteration
-// figures of a run without iterations.
-func RunFigures(f envelope.RunFigures) []Figure {
-	var figs []Figure
-	add := func(ep, name string, v float64, n int64, ci *envelope.Interval) {
-		figs = append(figs, Figure{Endpoint: ep, Name: name, Value: v, Count: n, CI: ci})
-	}
-	add("", FigRPS, f.RPS, f.Requests, nil)
-	if f.Iterations > 0 {
-		add("", FigIterationsPerS, f.IterationsPerS, f.Iterations, nil)
-		add("", FigRequestsPerIter, f.RequestsPerIter, f.Iterations, nil)
-	}
-	add("", FigErrorRate, f.ErrorRate(), f.Requests, nil)
-	latency := func(ep string, n int64, avg, med, p95, p99, mx float64, ci95, ci99 *envelope.Interval) {
-		for _, s := range []struct {
-			name string
-			v    float64
-			ci   *envelope.Interval
-		}{{FigAvg, avg, nil}, {FigMedian, med, nil}, {FigP95, p95, ci95}, {FigP99, p99, ci99}, {FigMax, mx, nil}} {
-			if s.v != 0 {
-				add(ep, s.name, s.v, n, s.ci)
-			}
-		}
-	}
-	latency("", f.Requests, f.Avg, f.Median, f.P95, f.P99, f.Max, f.P95CI, f.P99CI)
-	names := make([]string, 0, len(f.Endpoints))
-	for name := range f.Endpoints {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		e := f.Endpoints[name]
-		latency(name, e.Count, e.Avg, e.Median, e.P95, e.P99, e.Max, e.P95CI, e.P99CI)
-	}
-	return figs
 }
 
 // Added is what recording one run did.

@@ -1,4 +1,4 @@
-package history
+package k6
 
 import (
 	"os"
