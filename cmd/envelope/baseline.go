@@ -11,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/report"
 )
 
@@ -28,6 +29,7 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 	labels := cmd.Flag("endpoint-label", "NAME=LABEL: the display name reports and dashboards show for an endpoint, e.g. auth_login='Auth login (Cognito)'; repeatable.").Strings()
 	topo := cmd.Flag("topology", "KEY=VALUE: a fact of what the runs ran on, for the operating point (keys: platform, tasks_per_service, task_cpu_units, task_memory_mib, runtime, load_generator, note); repeatable.").Strings()
 	params := cmd.Flag("params", "YAML with labels (name: label) and topology (the --topology keys); flags override it.").ExistingFile()
+	mode := addModeFlags(cmd)
 	files := cmd.Arg("FILE", "k6 result files of repeated runs of one test (any format k6 writes).").Required().Strings()
 	cmd.Action(c.Action(func() error {
 		// A bad match is refused before any run is read.
@@ -60,14 +62,14 @@ func (c *cli) baselineCommand(app *kingpin.Application) {
 				return err
 			}
 		}
-		lopts := envelope.LoadOptions(*skip, *groupBy)
+		lopts := mode.apply(figures.LoadOptions(*skip, *groupBy))
 		// kingpin hands a bare "-" over as an empty string.
 		for i, f := range *files {
 			if f == "" {
 				(*files)[i] = "-"
 			}
 		}
-		in, err := envelope.ReadFiles(*files, lopts)
+		in, err := figures.ReadFiles(*files, lopts)
 		if err != nil {
 			return err
 		}
@@ -169,18 +171,18 @@ func headline(env *envelope.Envelope) string {
 
 // duplicateRuns names input files with the same bytes: one run counted
 // twice narrows the spread and the bands.
-func duplicateRuns(in []envelope.Input) []string {
+func duplicateRuns(in []figures.Run) []string {
 	var out []string
 	first := map[string]string{}
 	for _, i := range in {
-		if i.Source.SHA256 == "" || i.Source.File == "-" {
+		if i.Provenance.SHA256 == "" || i.Provenance.File == "-" {
 			continue
 		}
-		if f, ok := first[i.Source.SHA256]; ok {
-			out = append(out, fmt.Sprintf("%s has the same content as %s (sha256 %.12s…): the same run counted twice narrows the spread and the bands", i.Source.File, f, i.Source.SHA256))
+		if f, ok := first[i.Provenance.SHA256]; ok {
+			out = append(out, fmt.Sprintf("%s has the same content as %s (sha256 %.12s…): the same run counted twice narrows the spread and the bands", i.Provenance.File, f, i.Provenance.SHA256))
 			continue
 		}
-		first[i.Source.SHA256] = i.Source.File
+		first[i.Provenance.SHA256] = i.Provenance.File
 	}
 	return out
 }

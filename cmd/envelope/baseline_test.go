@@ -10,7 +10,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 func demoRuns(n int) []string {
@@ -80,7 +80,7 @@ func TestBaselineMatch(t *testing.T) {
 		t.Errorf("bad match: exit %d, stderr %q", code, se)
 	}
 
-	in, err := envelope.ReadFiles(demoRuns(3), k6.LoadOptions{})
+	in, err := figures.ReadFiles(demoRuns(3), figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -35,6 +36,7 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 	format := cmd.Flag("format", cmdline.Choices("Output format: junit is one test case per figure (a regression fails), markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.", compareFormats...)).Default("text").Enum(compareFormats...)
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
+	mode := addModeFlags(cmd)
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
 	cmd.Action(c.Action(func() error {
 		if *scaling {
@@ -60,12 +62,8 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if opts.SkipWarmup, err = candidateWarmup(env, *skip, skipSet); err != nil {
 			return err
 		}
-		// Points give each candidate run its own sampling error.
-		runs, err := loadRuns(*files, envelope.LoadOptions(opts.SkipWarmup, env.Provenance.GroupBy))
+		runs, err := loadCandidates(*files, mode.apply(figures.LoadOptions(opts.SkipWarmup, env.Provenance.GroupBy)), skipSet)
 		if err != nil {
-			return err
-		}
-		if err := checkCandidateWindow(runs, *files, opts.SkipWarmup, skipSet); err != nil {
 			return err
 		}
 		res, err := compare.Compare(env, runs, opts)
@@ -124,12 +122,11 @@ func demoCompare(_ context.Context, d *demoEnv) error {
 // demoCompareLines judges the last two sample runs against the envelope
 // of all of them (a like-for-like check that should find no regression)
 // and says which runs were compared before the sentences.
-func demoCompareLines(env *envelope.Envelope, in []envelope.Input) ([]string, error) {
-	var runs []*k6.Run
+func demoCompareLines(env *envelope.Envelope, in []figures.Run) ([]string, error) {
+	runs := in[len(in)-2:]
 	var cands, base []string
-	for _, i := range in[len(in)-2:] {
-		runs = append(runs, i.Run)
-		cands = append(cands, filepath.Base(i.Source.File))
+	for _, r := range runs {
+		cands = append(cands, filepath.Base(r.Source))
 	}
 	for _, s := range env.Provenance.Sources {
 		base = append(base, filepath.Base(s.File))
@@ -167,34 +164,44 @@ func candidateWarmup(env *envelope.Envelope, flag time.Duration, set bool) (time
 	return d, nil
 }
 
-// checkCandidateWindow refuses candidates the warm-up cannot be dropped
-// from, instead of judging them over another window than the envelope's:
-// a summary file, whose figures cover the whole run, and a run no longer
-// than the warm-up, of which nothing is left.
-func checkCandidateWindow(runs []*k6.Run, files []string, skip time.Duration, set bool) error {
-	if skip <= 0 {
-		return nil
-	}
+// loadCandidates reads each candidate run's figures, refusing the runs
+// the warm-up cannot be dropped from instead of judging them over
+// another window than the envelope's: a summary file, whose figures
+// cover the whole run, and a run no longer than the warm-up, of which
+// nothing is left.
+func loadCandidates(files []string, opts k6.LoadOptions, set bool) ([]figures.Run, error) {
 	whose := "the envelope's warm-up"
 	if set {
 		whose = "the warm-up (--skip-warmup)"
 	}
-	for i, r := range runs {
-		f := files[i]
-		if r.Mode == k6.ModeSummary {
-			return fmt.Errorf("%s: a summary file holds whole-run figures, so %s of %s cannot be skipped; give the run's point file (k6 --out json or csv), or --skip-warmup 0 to judge the whole run", f, whose, skip)
+	skip := opts.SkipWarmup
+	var runs []figures.Run
+	for _, f := range files {
+		if f == "" {
+			f = "-"
 		}
-		if len(r.Metrics) > 0 || f == "-" {
-			continue
-		}
-		// Nothing is left after the warm-up: say how long the run was.
-		whole, err := k6.Load(f, k6.LoadOptions{Stats: []string{"count"}})
+		r, err := k6.Load(f, opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("%s: the run (%s) is no longer than %s (%s), so no sample is left to judge; give --skip-warmup with a shorter warm-up, or 0 to judge the whole run", f, whole.Duration.Round(time.Second), whose, skip)
+		if skip > 0 && r.Mode == k6.ModeSummary {
+			return nil, fmt.Errorf("%s: a summary file holds whole-run figures, so %s of %s cannot be skipped; give the run's point file (k6 --out json or csv), or --skip-warmup 0 to judge the whole run", f, whose, skip)
+		}
+		if skip > 0 && len(r.Metrics) == 0 && f != "-" {
+			// Nothing is left after the warm-up: say how long the run was.
+			whole, err := k6.Load(f, k6.LoadOptions{Stats: []string{"count"}})
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: the run (%s) is no longer than %s (%s), so no sample is left to judge; give --skip-warmup with a shorter warm-up, or 0 to judge the whole run", f, whole.Duration.Round(time.Second), whose, skip)
+		}
+		fr, err := figures.Read(r, figures.Source{File: r.Source}, figures.OptionsOf(opts))
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, fr)
 	}
-	return nil
+	return runs, nil
 }
 
 // windowLine says over which part of each candidate run the figures were
@@ -211,25 +218,10 @@ func windowLine(skip time.Duration, set bool) string {
 	return "Window: the whole run of each candidate, as in the envelope."
 }
 
-func loadRuns(files []string, opts k6.LoadOptions) ([]*k6.Run, error) {
-	var runs []*k6.Run
-	for _, f := range files {
-		if f == "" {
-			f = "-"
-		}
-		r, err := k6.Load(f, opts)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, nil
-}
-
 // parseTolerance reads "10%" / "0.1" (latency rise and throughput drop)
 // or "latency=10%,throughput=5%,errors=0.1%".
-func parseTolerance(s string) (envelope.Tolerance, error) {
-	var t envelope.Tolerance
+func parseTolerance(s string) (figures.Tolerance, error) {
+	var t figures.Tolerance
 	if s == "" {
 		return t, nil
 	}
@@ -287,7 +279,7 @@ func (c *cli) runScaling(files []string, levels, unit string, eff float64, chart
 	if !(eff > 0 && eff < 1) {
 		return fmt.Errorf("--efficiency %v: want a value in (0,1)", eff)
 	}
-	runs, err := loadRuns(files, k6.LoadOptions{})
+	runs, err := loadCandidates(files, k6.LoadOptions{}, false)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // `envelope dashboards` writes the same files go generate commits.
@@ -43,7 +44,7 @@ func TestDashboardsCommandEnvelope(t *testing.T) {
 	env := &envelope.Envelope{APIVersion: envelope.APIVersion, Kind: envelope.Kind, Name: "t",
 		Throughput: envelope.Spread{N: 3, Mean: 56.1, Min: 55.97, Max: 56.28},
 		Latency:    envelope.Latency{P95: envelope.Band{Min: 357.7, Max: 405.3, N: 3}, P99: envelope.Band{Min: 922.7, Max: 937.2, N: 3}},
-		Tolerance:  envelope.DefaultTolerance()}
+		Tolerance:  figures.DefaultTolerance()}
 	path := filepath.Join(dir, "envelope.json")
 	b, err := envelope.Marshal(env, envelope.JSON)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -26,7 +27,7 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	}
 	recs := make([]runstore.Record, len(in))
 	for i := range in {
-		if recs[i], err = runstore.FromInput(in[i], runstore.Meta{Test: demo.HistoryTest, Commit: commits[i], Branch: runstore.DefaultMainBranch}, ""); err != nil {
+		if recs[i], err = runstore.FromRun(in[i], runstore.Meta{Test: demo.HistoryTest, Commit: commits[i], Branch: runstore.DefaultMainBranch}); err != nil {
 			return err
 		}
 	}
@@ -39,17 +40,17 @@ func demoHistory(ctx context.Context, d *demoEnv) error {
 	if _, err := s.Add(ctx, recs); err != nil {
 		return err
 	}
-	ep, fig, err := runstore.ParseFigure(demoHistoryFigure)
+	k, err := figures.ParseKey(demoHistoryFigure)
 	if err != nil {
 		return err
 	}
-	pts, err := s.Series(ctx, runstore.Line{Test: demo.HistoryTest}, ep, fig)
+	pts, err := s.Series(ctx, runstore.Line{Test: demo.HistoryTest}, k)
 	if err != nil {
 		return err
 	}
 	d.Printf("history: %d runs of %s, one per commit, recorded in %s; `envelope history --history %s show --figure %s`:\n",
 		len(recs), demo.HistoryTest, path, path, demoHistoryFigure)
-	if err := (history.SeriesView{Test: demo.HistoryTest, Endpoint: ep, Figure: fig, Points: pts}).Write(d.Stdout, "text"); err != nil {
+	if err := (history.SeriesView{Test: demo.HistoryTest, Endpoint: k.Endpoint, Figure: k.Figure, Points: pts}).Write(d.Stdout, "text"); err != nil {
 		return err
 	}
 	rep, err := analyseStore(ctx, s, runstore.Line{Test: demo.HistoryTest}, "", nil, nil, false)

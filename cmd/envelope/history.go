@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/compare"
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/otava"
@@ -99,6 +100,7 @@ func (f historyFlags) resolveTest(ctx context.Context, s *runstore.Store) (strin
 type recordFlags struct {
 	branch, version, note, groupBy *string
 	skip                           *time.Duration
+	mode                           modeFlags
 }
 
 func addRecordFlags(cmd *kingpin.CmdClause) recordFlags {
@@ -108,6 +110,7 @@ func addRecordFlags(cmd *kingpin.CmdClause) recordFlags {
 		note:    cmd.Flag("note", "A note kept with the runs.").String(),
 		groupBy: cmd.Flag("group-by", "Tag whose values get endpoint figures, as baseline's --group-by.").String(),
 		skip:    cmd.Flag("skip-warmup", "Drop the first D of each run's points as warm-up, as baseline's --skip-warmup.").Duration(),
+		mode:    addModeFlags(cmd),
 	}
 }
 
@@ -136,12 +139,11 @@ func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
 func (c *cli) recordFiles(f historyFlags, files []string, meta runstore.Meta, rf recordFlags) error {
 	recs := make([]runstore.Record, 0, len(files))
 	for _, path := range files {
-		// One run at a time: its points are dropped once its figures are.
-		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(*rf.skip, *rf.groupBy))
+		in, err := figures.ReadFiles([]string{path}, rf.mode.apply(figures.LoadOptions(*rf.skip, *rf.groupBy)))
 		if err != nil {
 			return fmt.Errorf("nothing recorded: %w", cmdline.MissingFileMessage(err))
 		}
-		rec, err := runstore.FromInput(in[0], meta, *rf.groupBy)
+		rec, err := runstore.FromRun(in[0], meta)
 		if err != nil {
 			return fmt.Errorf("nothing recorded: %w", err)
 		}
@@ -220,26 +222,19 @@ func (c *cli) importCSV(f historyFlags, path string, meta runstore.Meta) error {
 		return cmdline.MissingFileMessage(err)
 	}
 	defer fh.Close() //nolint:errcheck // only read
-	recs, err := otava.ReadCSV(envelope.SourceName(path), fh, meta.Test)
+	recs, err := otava.ReadCSV(figures.SourceName(path), fh, meta.Test)
 	if err != nil {
 		return fmt.Errorf("nothing recorded: %w", err)
 	}
 	for i := range recs {
 		r := &recs[i]
-		r.Branch = cmpOr(r.Branch, meta.Branch)
-		r.Version = cmpOr(r.Version, meta.Version)
-		r.Note = cmpOr(r.Note, meta.Note)
+		r.Branch = cmp.Or(r.Branch, meta.Branch)
+		r.Version = cmp.Or(r.Version, meta.Version)
+		r.Note = cmp.Or(r.Note, meta.Note)
 	}
 	ctx, stop := c.SignalContext()
 	defer stop()
 	return c.addRecords(ctx, f, recs)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // historyListCommand adds `envelope history list`.
@@ -265,12 +260,12 @@ func (c *cli) historyListCommand(parent *kingpin.CmdClause, f historyFlags) {
 
 // historyShowCommand adds `envelope history show`.
 func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
-	cmd := parent.Command("show", "Show one figure of a test's runs in commit-time order: rps, iterations_per_s, requests_per_iteration, error_rate, avg, median, p95, p99, max; an endpoint's as ENDPOINT.FIGURE (auth_login.p95).")
+	cmd := parent.Command("show", "Show one figure of a test's runs in commit-time order: "+figureNames()+"; an endpoint's as ENDPOINT.FIGURE (auth_login.p95).")
 	figure := cmd.Flag("figure", "The figure, e.g. p95 or auth_login.p95.").Required().String()
 	branch := cmd.Flag("branch", "Show this branch's runs instead of the main line's.").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format (markdown for a pull-request comment or $GITHUB_STEP_SUMMARY).", "text", "json", "csv", "markdown")).Default("text").Enum("text", "json", "csv", "markdown")
 	cmd.Action(c.Action(func() error {
-		ep, fig, err := runstore.ParseFigure(*figure)
+		k, err := figures.ParseKey(*figure)
 		if err != nil {
 			return fmt.Errorf("--figure: %w", err)
 		}
@@ -281,14 +276,14 @@ func (c *cli) historyShowCommand(parent *kingpin.CmdClause, f historyFlags) {
 			return err
 		}
 		defer s.Close() //nolint:errcheck // only read
-		pts, err := s.Series(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, ep, fig)
+		pts, err := s.Series(ctx, runstore.Line{Test: test, Branch: *branch, MainBranch: *f.mainBranch, WithExcluded: true}, k)
 		if err != nil {
 			return err
 		}
 		if len(pts) == 0 {
 			return fmt.Errorf("history %s: test %s has no run with figure %s", s.Where, test, *figure)
 		}
-		return history.SeriesView{Test: test, Endpoint: ep, Figure: fig, Branch: *branch, Points: pts}.Write(c.Stdout, *format)
+		return history.SeriesView{Test: test, Endpoint: k.Endpoint, Figure: k.Figure, Branch: *branch, Points: pts}.Write(c.Stdout, *format)
 	}))
 }
 
@@ -412,10 +407,24 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if len(base) < 2 {
 		return nil, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch)
 	}
-	env := runstore.LineEnvelope(fmt.Sprintf("%s main line, latest %d runs", test, len(base)), base)
-	runs := make([]*k6.Run, len(cand))
+	env, err := runstore.Envelope(base, nil, fmt.Sprintf("%s main line, latest %d runs", test, len(base)))
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]figures.Run, len(cand))
 	for i, r := range cand {
-		runs[i] = runstore.CandidateRun(r)
+		runs[i] = r.RunFigures()
 	}
 	return compare.Compare(env, runs, opts)
+}
+
+// figureNames lists every figure's name, as the history commands take
+// them.
+func figureNames() string {
+	names := figures.Names()
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = string(n)
+	}
+	return strings.Join(parts, ", ")
 }

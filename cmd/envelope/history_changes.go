@@ -11,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/cmdline"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -88,7 +89,7 @@ func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelop
 	if err != nil {
 		return nil, err
 	}
-	tol := envelope.DefaultTolerance()
+	tol := figures.DefaultTolerance()
 	if env != nil {
 		tol = env.Tolerance
 	}
@@ -98,7 +99,7 @@ func (c *cli) analyseChanges(f historyFlags, since string, env *envelope.Envelop
 // analyseStore is analyseChanges on an open store: the drift (none
 // without tol) from the envelope's latest run when env is given; with
 // record, the report's new change points are then stored as reported.
-func analyseStore(ctx context.Context, s *runstore.Store, l runstore.Line, since string, env *envelope.Envelope, tol *envelope.Tolerance, record bool) (*history.ChangesReport, error) {
+func analyseStore(ctx context.Context, s *runstore.Store, l runstore.Line, since string, env *envelope.Envelope, tol *figures.Tolerance, record bool) (*history.ChangesReport, error) {
 	an, err := history.Analyze(ctx, s, l, changepoint.Config{})
 	if err != nil {
 		return nil, err

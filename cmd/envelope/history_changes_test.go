@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/history"
 )
@@ -28,21 +30,29 @@ func changesJSON(t *testing.T, dsn string, wantCode int, args ...string) history
 }
 
 // TestHistoryChangesFixture records the 30 real runs of the history
-// fixture through the commands, on both back ends: recording reports the
-// change points found at once; history changes finds the upload's step
+// fixture through the commands, in commit order (they were made two at a
+// time, so their run times do not order them), on both back ends:
+// recording reports the change points found at once; history changes
+// finds the upload's step
 // at run 11 (a regression, in the figures it moved), the auth
 // improvement at run 23 or within the minimum segment after it, and run
 // 20 as an outlier run, never a change; every change is new exactly
 // once (exit 1, then 0); ack stores a status and a note.
 func TestHistoryChangesFixture(t *testing.T) {
-	dir := fixtures.Path(t, "k6/history-v2.2.0")
-	late := fixtures.Glob(t, "k6/history-v2.2.0/run-[23]*.ndjson.gz")
-	historyBackends(t, func(t *testing.T, dsn string) {
-		out := mustRun(t, "history", "--history", dsn, "import", "--pattern", "run-[01]*.ndjson.gz", dir)
-		if !strings.Contains(out, "not reported yet") || !strings.Contains(out, "document_upload.median") {
-			t.Errorf("importing runs 1-19 reported no upload change:\n%s", out)
+	files := fixtures.Glob(t, "k6/history-v2.2.0/run-*.ndjson.gz")
+	record := func(dsn string, from, to int) string {
+		var out strings.Builder
+		for i := from; i <= to; i++ {
+			out.WriteString(mustRun(t, "history", "--history", dsn, "record", "--time", fmt.Sprintf("2026-01-01 00:%02d:00", i), files[i-1]))
 		}
-		out = mustRun(t, append([]string{"history", "--history", dsn, "record"}, late...)...)
+		return out.String()
+	}
+	historyBackends(t, func(t *testing.T, dsn string) {
+		out := record(dsn, 1, 19)
+		if !strings.Contains(out, "not reported yet") || !strings.Contains(out, "document_upload.median") {
+			t.Errorf("recording runs 1-19 reported no upload change:\n%s", out)
+		}
+		out = record(dsn, 20, 30)
 		if !strings.Contains(out, "auth_register") || !strings.Contains(out, "improvement") {
 			t.Errorf("recording runs 20-30 reported no auth change:\n%s", out)
 		}
@@ -101,14 +111,14 @@ func checkFixtureChanges(t *testing.T, rep history.ChangesReport) {
 	}
 	found := map[string]changepoint.Change{}
 	for _, c := range rep.Changes {
-		name := seriesName(c.Endpoint, c.Figure)
+		name := c.String()
 		found[name] = c.Change
 		switch {
 		case c.Endpoint == "document_upload":
 			if c.Direction != changepoint.Regression || c.Run.Index < 11 || c.Run.Index > 13 || c.Run.Commit == "" {
 				t.Errorf("%s: %s at run %d (%s)", name, c.Direction, c.Run.Index, c.Run.Commit)
 			}
-		case c.Endpoint == "auth_register" || c.Endpoint == "auth_login" || c.Endpoint == "" && slices.Contains([]string{"avg", "p95", "p99"}, c.Figure):
+		case c.Endpoint == "auth_register" || c.Endpoint == "auth_login" || c.Endpoint == "" && slices.Contains([]figures.Name{figures.Avg, figures.P95, figures.P99}, c.Figure):
 			if c.Direction != changepoint.Improvement || c.Run.Index < 23 || c.Run.Index > 26 {
 				t.Errorf("%s: %s at run %d", name, c.Direction, c.Run.Index)
 			}
@@ -124,7 +134,7 @@ func checkFixtureChanges(t *testing.T, rep history.ChangesReport) {
 	actor := false
 	for _, o := range rep.Outliers {
 		if o.Run.Index != 20 {
-			t.Errorf("outlier run %d in %s", o.Run.Index, seriesName(o.Endpoint, o.Figure))
+			t.Errorf("outlier run %d in %s", o.Run.Index, o.String())
 		}
 		actor = actor || o.Endpoint == "actor_get" && o.Direction == changepoint.Regression && o.Value > o.SegmentMean*1.3
 	}
@@ -137,8 +147,8 @@ func checkFixtureChanges(t *testing.T, rep history.ChangesReport) {
 // new regression (and no other), the Markdown lists every change, and a
 // change reported before fails nothing.
 func TestChangesOutputs(t *testing.T) {
-	ch := func(ep, fig string, dir changepoint.Direction, isNew bool) history.ReportedChange {
-		return history.ReportedChange{Change: changepoint.Change{ID: ep + fig, Key: changepoint.Key{Figure: fig, Endpoint: ep},
+	ch := func(ep string, fig figures.Name, dir changepoint.Direction, isNew bool) history.ReportedChange {
+		return history.ReportedChange{Change: changepoint.Change{ID: ep + string(fig), Key: changepoint.Key{Figure: fig, Endpoint: ep},
 			Run: changepoint.RunRef{Index: 11, Commit: "c11"}, Direction: dir, Before: 76.7, After: 96.2, Change: 0.254, P: 1e-6},
 			Status: history.StatusNew, New: isNew}
 	}

@@ -63,7 +63,7 @@ func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
 		// From the current envelope's latest run (run 10), or a later
 		// change point of the series.
 		if d.Since.Index < 10 {
-			t.Errorf("drift of %s from run %d, before the envelope's last run", seriesName(d.Endpoint, d.Figure), d.Since.Index)
+			t.Errorf("drift of %s from run %d, before the envelope's last run", d.String(), d.Since.Index)
 		}
 	}
 	if len(rep.Drift) < 20 {

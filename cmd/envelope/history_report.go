@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/report"
 	"github.com/envelope-dev/envelope/internal/runstore"
@@ -27,7 +29,7 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 				return err
 			}
 		}
-		tol := envelope.DefaultTolerance()
+		tol := figures.DefaultTolerance()
 		if env != nil {
 			tol = env.Tolerance
 		}
@@ -77,14 +79,14 @@ func historyReportData(ctx context.Context, s *runstore.Store, l runstore.Line, 
 	index := map[int64]int{}
 	for i, r := range an.Runs {
 		index[r.ID] = i + 1
-		hr.Labels = append(hr.Labels, cmpOr(r.Commit, cmpOr(r.TestID, fmt.Sprintf("#%d", i+1))))
+		hr.Labels = append(hr.Labels, cmp.Or(r.Commit, r.TestID, fmt.Sprintf("#%d", i+1)))
 	}
 	for _, k := range an.Analyzer.Keys() {
-		pts, err := s.Series(ctx, l, k.Endpoint, k.Figure)
+		pts, err := s.Series(ctx, l, k.Figures())
 		if err != nil {
 			return hr, err
 		}
-		hs := report.HistorySeries{Key: k, Band: envelopeBand(env, k.Endpoint, k.Figure)}
+		hs := report.HistorySeries{Key: k, Band: envelopeBand(env, k.Figures())}
 		for _, p := range pts {
 			hs.Runs = append(hs.Runs, changepoint.Run{Index: index[p.Run.ID], Commit: p.Run.Commit, TestID: p.Run.TestID, Value: p.Value})
 		}
@@ -93,55 +95,17 @@ func historyReportData(ctx context.Context, s *runstore.Store, l runstore.Line, 
 	return hr, nil
 }
 
-// envelopeBand is the envelope's band of a figure: the min and max of
+// envelopeBand is the envelope's range of a figure: the min and max of
 // its baseline runs' values; nil when it has none.
-func envelopeBand(env *envelope.Envelope, endpoint, figure string) *chart.Band {
+func envelopeBand(env *envelope.Envelope, k figures.Key) *chart.Band {
 	if env == nil {
 		return nil
 	}
-	spread := func(sp envelope.Spread) *chart.Band {
-		if sp.N == 0 {
-			return nil
-		}
-		return &chart.Band{Name: fmt.Sprintf("envelope %s–%s", envFigText(sp.Min), envFigText(sp.Max)), Low: sp.Min, High: sp.Max}
-	}
-	band := func(b envelope.Band) *chart.Band {
-		if b.N == 0 {
-			return nil
-		}
-		return &chart.Band{Name: fmt.Sprintf("envelope %s–%s", envFigText(b.Min), envFigText(b.Max)), Low: b.Min, High: b.Max}
-	}
-	lat := func(l envelope.Latency) *chart.Band {
-		switch figure {
-		case runstore.FigAvg:
-			return band(l.Avg)
-		case runstore.FigMedian:
-			return band(l.Median)
-		case runstore.FigP95:
-			return band(l.P95)
-		case runstore.FigP99:
-			return band(l.P99)
-		case runstore.FigMax:
-			return band(l.Max)
-		}
+	lo, hi, ok := env.Range(k)
+	if !ok {
 		return nil
 	}
-	if endpoint != "" {
-		e, ok := env.Endpoints[endpoint]
-		if !ok {
-			return nil
-		}
-		return lat(envelope.Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
-	}
-	switch figure {
-	case runstore.FigRPS:
-		return spread(env.Throughput)
-	case runstore.FigIterationsPerS:
-		return spread(env.Iterations)
-	case runstore.FigRequestsPerIter:
-		return spread(env.RequestsPerIteration)
-	}
-	return lat(env.Latency)
+	return &chart.Band{Name: fmt.Sprintf("envelope %s–%s", envFigText(lo), envFigText(hi)), Low: lo, High: hi}
 }
 
 func envFigText(v float64) string { return fmt.Sprintf("%.4g", v) }

@@ -18,8 +18,7 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 	from := cmd.Flag("from", "Keep samples from start+D (point streams).").Duration()
 	to := cmd.Flag("to", "Keep samples before start+D (point streams).").Duration()
 	groupBy := cmd.Flag("group-by", "Also compute statistics per value of this tag (point streams), e.g. name, endpoint, scenario.").String()
-	mode := cmd.Flag("mode", cmdline.Choices("exact holds every trend sample (k6's own numbers); sketch keeps bounded memory with at most 0.5% relative error per quantile.", "exact", "sketch")).Default("exact").Enum("exact", "sketch")
-	budget := cmd.Flag("memory-budget", "Switch from exact to sketch mode when trend samples would hold more than this (e.g. 512MB); 0 = no limit.").Default("0").Bytes()
+	mode := addModeFlags(cmd)
 	lenient := cmd.Flag("lenient", "Skip bad lines, count them and report the count instead of failing.").Bool()
 	subs := cmd.Flag("submetric", "Extra sub-metric to compute from point streams, e.g. 'http_req_duration{name:home}' (repeatable).").Strings()
 	files := cmd.Arg("file", "k6 result files; - reads stdin.").Required().Strings()
@@ -31,17 +30,15 @@ func (c *cli) summarizeCommand(app *kingpin.Application) {
 				return err
 			}
 		}
-		opts := k6.LoadOptions{
-			Stats:        stats,
-			SkipWarmup:   *skip,
-			From:         *from,
-			To:           *to,
-			GroupBy:      *groupBy,
-			Mode:         k6.Mode(*mode),
-			MemoryBudget: int64(*budget),
-			Lenient:      *lenient,
-			Submetrics:   *subs,
-		}
+		opts := mode.apply(k6.LoadOptions{
+			Stats:      stats,
+			SkipWarmup: *skip,
+			From:       *from,
+			To:         *to,
+			GroupBy:    *groupBy,
+			Lenient:    *lenient,
+			Submetrics: *subs,
+		})
 		if f, ok := c.Stderr.(*os.File); ok && isTerminal(f) {
 			opts.Progress = c.Stderr
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
@@ -21,7 +21,7 @@ import (
 // afresh on each call so callers hold separate copies.
 func realEnvelope(t *testing.T) *envelope.Envelope {
 	t.Helper()
-	in, err := envelope.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, k6.LoadOptions{})
+	in, err := figures.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

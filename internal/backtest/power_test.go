@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/stats/statstest"
@@ -207,14 +208,14 @@ func newPowerEnv(tb testing.TB, env *envelope.Envelope) powerEnv {
 // seed·1000+1…), computed as `envelope baseline` computes it.
 func userEnvelope(tb testing.TB, model *simulate.Model, k int, seed uint64) *envelope.Envelope {
 	tb.Helper()
-	var in []envelope.Input
+	var in []figures.Run
 	for i := range k {
 		name := fmt.Sprintf("seed%d-base%d.ndjson", seed, i+1)
 		r, err := model.Run(simulate.Options{Seed: seed*1000 + uint64(i) + 1, Duration: runLength, Variance: simulate.RealVariance()}, name)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		in = append(in, envelope.Input{Run: r, Source: envelope.Source{File: name, Format: "ndjson"}})
+		in = append(in, r)
 	}
 	env, err := envelope.Compute(in, envelope.Options{Name: fmt.Sprintf("user-%d-runs", k)})
 	if err != nil {

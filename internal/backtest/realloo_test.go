@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Leave-one-out over the real clean runs: each run backtested against the
@@ -23,12 +23,12 @@ func TestRealLeaveOneOutAlerts(t *testing.T) {
 	groups := append(fixtures.HistoryCleanGroups(t), fixtures.Baselines(t))
 	alarms, n := 0, 0
 	for _, g := range groups {
-		in, err := envelope.ReadFiles(g, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})
+		in, err := figures.ReadFiles(g, figures.LoadOptions(0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range g {
-			others := append(append([]envelope.Input{}, in[:i]...), in[i+1:]...)
+			others := append(append([]figures.Run{}, in[:i]...), in[i+1:]...)
 			env, err := envelope.Compute(others, envelope.Options{Name: "loo"})
 			if err != nil {
 				t.Fatal(err)

@@ -330,8 +330,7 @@ func (r *replay) exposedOf(mf *dto.MetricFamily, m *dto.Metric) *exposed {
 func (r *replay) read(path string, skip time.Duration) error {
 	var from time.Time
 	if skip > 0 {
-		// The run's start as the loader finds it: the earliest point, or
-		// one second before the first vus sample when that is earlier.
+		// The run's start as the loader places a window (k6.TestStart).
 		var minT, vusT time.Time
 		err := scanNDJSON(path, func(p *k6.Point, _ *k6.MetricDef) error {
 			if p == nil {
@@ -348,11 +347,7 @@ func (r *replay) read(path string, skip time.Duration) error {
 		if err != nil {
 			return err
 		}
-		start := minT
-		if !vusT.IsZero() && vusT.Add(-time.Second).Before(minT) {
-			start = vusT.Add(-time.Second)
-		}
-		from = start.Add(skip)
+		from = k6.TestStart(minT, vusT).Add(skip)
 	}
 	err := scanNDJSON(path, func(p *k6.Point, def *k6.MetricDef) error {
 		if def != nil {

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // SkipWarmup replays only what follows the warm-up: the 6-minute run
 // keeps its last 3 minutes, and the regression in them still fires.
 func TestSkipWarmup(t *testing.T) {
-	in, err := envelope.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, k6.LoadOptions{})
+	in, err := figures.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"), fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json")}, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // benchSeries are 50 series of n runs: log-normal noise, a step in every
@@ -13,8 +15,8 @@ func benchSeries(n int) []Series {
 	rng := rand.New(rand.NewPCG(7, 7))
 	out := make([]Series, 50)
 	for j := range out {
-		k := Key{"bench", []string{"avg", "median", "p95", "p99", "max"}[j%5], fmt.Sprintf("ep%02d", j/5)}
-		s := Series{Key: k, Polarity: HigherIsWorse, Runs: make([]Run, n)}
+		k := Key{"bench", figures.LatencyNames()[j%5], fmt.Sprintf("ep%02d", j/5)}
+		s := Series{Key: k, Polarity: figures.HigherIsWorse, Runs: make([]Run, n)}
 		for i := range s.Runs {
 			y := math.Log(100) + 0.05*rng.NormFloat64()
 			if j%5 == 0 && i > n/2 {

@@ -23,30 +23,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
-
-// Polarity says which way a figure gets worse.
-type Polarity int
-
-const (
-	// HigherIsWorse: latency and error rate; a rise is a regression.
-	HigherIsWorse Polarity = iota
-	// LowerIsWorse: throughput; a fall is a regression.
-	LowerIsWorse
-)
-
-// FigurePolarity is the polarity of a per-run figure named as the
-// envelope's per-run values are: the rates (rps, iterations_per_s) get
-// worse when they fall, every latency figure, the error rate and the
-// requests per iteration when they rise.
-func FigurePolarity(figure string) Polarity {
-	switch figure {
-	case "rps", "iterations_per_s":
-		return LowerIsWorse
-	}
-	return HigherIsWorse
-}
 
 // Direction labels a change or an outlier for its figure's polarity.
 type Direction string
@@ -60,17 +39,16 @@ const (
 // Key names one series: a figure of a test, aggregate (Endpoint empty)
 // or of one endpoint.
 type Key struct {
-	Test     string `json:"-"`
-	Figure   string `json:"figure"`
-	Endpoint string `json:"endpoint"`
+	Test     string       `json:"-"`
+	Figure   figures.Name `json:"figure"`
+	Endpoint string       `json:"endpoint"`
 }
 
-func (k Key) String() string {
-	if k.Endpoint == "" {
-		return k.Figure
-	}
-	return k.Endpoint + "." + k.Figure
-}
+// Figures is the series' figure key.
+func (k Key) Figures() figures.Key { return figures.Key{Endpoint: k.Endpoint, Figure: k.Figure} }
+
+// String is the figure's key, "endpoint.figure".
+func (k Key) String() string { return k.Figures().String() }
 
 // Run is one run's value of a series.
 type Run struct {
@@ -120,7 +98,7 @@ type Config struct {
 // DefaultConfig is Otava's window and p-value with this package's
 // minimum segment and outlier rule.
 func DefaultConfig() Config {
-	return Config{Window: 50, PValue: 0.0002, WeakFactor: 10, MinRuns: 3, OutlierZ: 4, Neighbours: 5, Confidence: 0.95}
+	return Config{Window: 50, PValue: 0.0002, WeakFactor: 10, MinRuns: 3, OutlierZ: 4, Neighbours: 5, Confidence: figures.IntervalConfidence}
 }
 
 func (c Config) withDefaults() Config {
@@ -212,7 +190,7 @@ type Outlier struct {
 // (acknowledged, expected…) finds its change again. A run without a
 // commit is named by its test id, else by "#" and its index.
 func ChangeID(k Key, commit string) string {
-	h := sha256.Sum256([]byte(strings.Join([]string{k.Test, k.Figure, k.Endpoint, commit}, "\x00")))
+	h := sha256.Sum256([]byte(strings.Join([]string{k.Test, string(k.Figure), k.Endpoint, commit}, "\x00")))
 	return hex.EncodeToString(h[:8])
 }
 
@@ -250,7 +228,7 @@ func (a *Analyzer) Config() Config { return a.cfg }
 
 // Append adds the next run (in commit order) to series k, creating it
 // with polarity pol on first use.
-func (a *Analyzer) Append(k Key, pol Polarity, r Run) error {
+func (a *Analyzer) Append(k Key, pol figures.Polarity, r Run) error {
 	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
 		return fmt.Errorf("%s run %d (%s): value %v: %w, want a finite number ≥ 0", k, a.Len(k)+1, r.Commit, r.Value, ErrBadValue)
 	}
@@ -387,12 +365,12 @@ func Analyze(cfg Config, series []Series) (Result, error) {
 // Series is one series' runs in commit order.
 type Series struct {
 	Key      Key
-	Polarity Polarity
+	Polarity figures.Polarity
 	Runs     []Run
 }
 
-func direction(pol Polarity, up bool) Direction {
-	if up == (pol == HigherIsWorse) {
+func direction(pol figures.Polarity, up bool) Direction {
+	if up == (pol == figures.HigherIsWorse) {
 		return Regression
 	}
 	return Improvement

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // level returns n runs around base with log-normal noise of sd sigma,
@@ -24,7 +26,7 @@ func commitName(i int) string { return "c" + string(rune('A'+i/26)) + string(run
 
 func analyzeOne(t *testing.T, cfg Config, k Key, runs []Run) Result {
 	t.Helper()
-	res, err := Analyze(cfg, []Series{{Key: k, Polarity: FigurePolarity(k.Figure), Runs: runs}})
+	res, err := Analyze(cfg, []Series{{Key: k, Polarity: k.Figure.Def().Polarity, Runs: runs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +173,10 @@ func TestDrift(t *testing.T) {
 	}
 	flat, _ := New(Config{})
 	for i, r := range level(40, 100, 0.02, 13, func(i int) float64 { return math.Pow(1.01, float64(max(0, i-10))) }) {
-		if err := a.Append(k, HigherIsWorse, r); err != nil {
+		if err := a.Append(k, figures.HigherIsWorse, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := flat.Append(k, HigherIsWorse, level(40, 100, 0.02, 13, func(int) float64 { return 1 })[i]); err != nil {
+		if err := flat.Append(k, figures.HigherIsWorse, level(40, 100, 0.02, 13, func(int) float64 { return 1 })[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -208,7 +210,7 @@ func TestBadInput(t *testing.T) {
 	}
 	k := Key{"t", "p95", ""}
 	for _, r := range []Run{{Value: math.NaN()}, {Value: -1}, {Value: math.Inf(1)}, {Value: 1, Count: -2}, {Value: 1, Lo: 3, Hi: 2}} {
-		if err := a.Append(k, HigherIsWorse, r); !errors.Is(err, ErrBadValue) {
+		if err := a.Append(k, figures.HigherIsWorse, r); !errors.Is(err, ErrBadValue) {
 			t.Errorf("%+v: err = %v", r, err)
 		}
 	}
@@ -257,8 +259,8 @@ func TestIncrementalLinearAndLong(t *testing.T) {
 	ek, lk := Key{"t", "error_rate", ""}, Key{"t", "p95", ""}
 	inc, _ := New(Config{})
 	for n := 1; n <= len(errs); n++ {
-		_ = inc.Append(ek, HigherIsWorse, errs[n-1])
-		_ = inc.Append(lk, HigherIsWorse, lat[n-1])
+		_ = inc.Append(ek, figures.HigherIsWorse, errs[n-1])
+		_ = inc.Append(lk, figures.HigherIsWorse, lat[n-1])
 		if n%7 != 0 && n != len(errs) {
 			continue
 		}
@@ -295,11 +297,11 @@ func TestLineIndexAndJSON(t *testing.T) {
 	for i, r := range runs {
 		r.Index = 2*i + 1 // every other run of the line
 		r.TestID = "run-" + r.Commit
-		if err := a.Append(k, HigherIsWorse, r); err != nil {
+		if err := a.Append(k, figures.HigherIsWorse, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := a.Append(k, HigherIsWorse, Run{Index: 3, Value: 1}); !errors.Is(err, ErrBadValue) {
+	if err := a.Append(k, figures.HigherIsWorse, Run{Index: 3, Value: 1}); !errors.Is(err, ErrBadValue) {
 		t.Errorf("an index going back: err = %v", err)
 	}
 	res := a.Result()
@@ -357,7 +359,7 @@ func FuzzAnalyze(f *testing.F) {
 		inc, _ := New(Config{Window: 12})
 		for n, r := range runs {
 			for _, k := range keys {
-				if err := inc.Append(k, FigurePolarity(k.Figure), r); err != nil {
+				if err := inc.Append(k, k.Figure.Def().Polarity, r); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -366,7 +368,7 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 		got := inc.Result()
-		want, err := Analyze(Config{Window: 12}, []Series{{Key: keys[0], Runs: runs}, {Key: keys[1], Polarity: LowerIsWorse, Runs: runs}})
+		want, err := Analyze(Config{Window: 12}, []Series{{Key: keys[0], Runs: runs}, {Key: keys[1], Polarity: figures.LowerIsWorse, Runs: runs}})
 		if err != nil {
 			t.Fatal(err)
 		}

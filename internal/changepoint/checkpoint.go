@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // A checkpoint is what an Analyzer needs to take more runs and answer as
@@ -33,7 +35,7 @@ type checkpoint struct {
 
 type seriesCheckpoint struct {
 	Key    Key
-	Pol    Polarity
+	Pol    figures.Polarity
 	Linear bool
 	Y0     float64
 	N      int

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // checkpointSeries are series that exercise every part of the state:
@@ -17,8 +19,8 @@ func checkpointSeries(n int) []Series {
 	rng := rand.New(rand.NewPCG(11, 3))
 	var out []Series
 	for j := range 6 {
-		k := Key{"cp", []string{"median", "p95", "rps"}[j%3], fmt.Sprintf("ep%d", j/3)}
-		s := Series{Key: k, Polarity: FigurePolarity(k.Figure)}
+		k := Key{"cp", []figures.Name{figures.Median, figures.P95, figures.RPS}[j%3], fmt.Sprintf("ep%d", j/3)}
+		s := Series{Key: k, Polarity: k.Figure.Def().Polarity}
 		for i := range n {
 			if j == 5 && i < n/3 {
 				continue // an endpoint the first runs did not call
@@ -41,7 +43,7 @@ func checkpointSeries(n int) []Series {
 		}
 		out = append(out, s)
 	}
-	zero := Series{Key: Key{"cp", "error_rate", ""}, Polarity: HigherIsWorse}
+	zero := Series{Key: Key{"cp", "error_rate", ""}, Polarity: figures.HigherIsWorse}
 	for i := range n {
 		zero.Runs = append(zero.Runs, Run{Index: i + 1, Commit: fmt.Sprintf("c%04d", i), Count: 2000})
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // historyRun is one fixture run's figures, computed by the baseline's
@@ -18,7 +18,7 @@ import (
 type historyRun struct {
 	commit  string
 	figures map[Key]Run
-	input   envelope.Input
+	file    string
 }
 
 var (
@@ -35,19 +35,17 @@ func loadHistory(tb testing.TB) ([]historyRun, *envelope.Envelope) {
 	tb.Helper()
 	files := fixtures.Glob(tb, "k6/history-v2.2.0/run-*.ndjson.gz")
 	historyOnce.Do(func() {
-		in, err := envelope.ReadFiles(files, k6.LoadOptions{KeepPoints: true,
-			Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}})
+		in, err := figures.ReadFiles(files, figures.LoadOptions(0, ""))
 		if err != nil {
 			historyErr = err
 			return
 		}
-		commit := func(i envelope.Input) string {
-			if len(i.Run.Points) == 0 {
-				return ""
-			}
-			return i.Run.Points[0].Tags["commit"]
+		commit := func(r figures.Run) string { return r.Tag("commit") }
+		file := map[string]string{}
+		for i, r := range in {
+			file[r.Source] = files[i]
 		}
-		slices.SortStableFunc(in, func(a, b envelope.Input) int { return cmp.Compare(commit(a), commit(b)) })
+		slices.SortStableFunc(in, func(a, b figures.Run) int { return cmp.Compare(commit(a), commit(b)) })
 		env, err := envelope.Compute(in, envelope.Options{Name: "history-shared"})
 		if err != nil {
 			historyErr = err
@@ -55,7 +53,7 @@ func loadHistory(tb testing.TB) ([]historyRun, *envelope.Envelope) {
 		}
 		historyEnv = env
 		for i, r := range env.Runs {
-			historyRuns = append(historyRuns, historyRun{commit: commit(in[i]), figures: runFigures("history-shared", r, commit(in[i])), input: in[i]})
+			historyRuns = append(historyRuns, historyRun{commit: commit(in[i]), figures: runFigures("history-shared", r.Run, commit(in[i])), file: file[in[i].Source]})
 		}
 	})
 	if historyErr != nil {
@@ -64,36 +62,16 @@ func loadHistory(tb testing.TB) ([]historyRun, *envelope.Envelope) {
 	return historyRuns, historyEnv
 }
 
-// runFigures turns one run's envelope figures into one Run per series,
-// named as the envelope's per-run values are.
-func runFigures(test string, r envelope.RunFigures, commit string) map[Key]Run {
+// runFigures turns one run's figures into one Run per series, as a
+// history records them.
+func runFigures(test string, r figures.Run, commit string) map[Key]Run {
 	out := map[Key]Run{}
-	add := func(fig, ep string, v float64, n int64, ci *envelope.Interval) {
-		run := Run{Commit: commit, Value: v, Count: n}
-		if ci != nil {
-			run.Lo, run.Hi = ci.Low, ci.High
+	for _, f := range r.Figures() {
+		run := Run{Commit: commit, Value: f.X, Count: f.Count}
+		if f.CI != nil {
+			run.Lo, run.Hi = f.CI.Low, f.CI.High
 		}
-		out[Key{Test: test, Figure: fig, Endpoint: ep}] = run
-	}
-	add("rps", "", r.RPS, r.Requests, nil)
-	add("iterations_per_s", "", r.IterationsPerS, r.Iterations, nil)
-	add("requests_per_iteration", "", r.RequestsPerIter, r.Iterations, nil)
-	errRate := 0.0
-	if r.Requests > 0 {
-		errRate = float64(r.Failed) / float64(r.Requests)
-	}
-	add("error_rate", "", errRate, r.Requests, nil)
-	add("avg", "", r.Avg, r.Requests, nil)
-	add("median", "", r.Median, r.Requests, nil)
-	add("p95", "", r.P95, r.Requests, r.P95CI)
-	add("p99", "", r.P99, r.Requests, r.P99CI)
-	add("max", "", r.Max, r.Requests, nil)
-	for ep, e := range r.Endpoints {
-		add("avg", ep, e.Avg, e.Count, nil)
-		add("median", ep, e.Median, e.Count, nil)
-		add("p95", ep, e.P95, e.Count, e.P95CI)
-		add("p99", ep, e.P99, e.Count, e.P99CI)
-		add("max", ep, e.Max, e.Count, nil)
+		out[Key{Test: test, Figure: f.Key.Figure, Endpoint: f.Key.Endpoint}] = run
 	}
 	return out
 }
@@ -107,7 +85,7 @@ func historySeries(runs []historyRun) []Series {
 	slices.SortFunc(keys, func(a, b Key) int { return cmp.Compare(a.String(), b.String()) })
 	out := make([]Series, 0, len(keys))
 	for _, k := range keys {
-		s := Series{Key: k, Polarity: FigurePolarity(k.Figure)}
+		s := Series{Key: k, Polarity: k.Figure.Def().Polarity}
 		for _, r := range runs {
 			s.Runs = append(s.Runs, r.figures[k])
 		}
@@ -133,7 +111,7 @@ func TestHistoryFixture(t *testing.T) {
 		direction Direction
 	}
 	uploadAt, authAt := truth{11, Regression}, truth{23, Improvement}
-	latency := []string{"avg", "median", "p95", "p99", "max"}
+	latency := figures.LatencyNames()
 	// Where a change may be found: the endpoint's own latency figures and
 	// the aggregate latency figures, which mix every endpoint.
 	allowed := map[Key][]truth{}
@@ -166,14 +144,14 @@ func TestHistoryFixture(t *testing.T) {
 	// own shift (−5% at the median against a 6% spread, 8 runs after it)
 	// and the aggregate average's are below what 8 runs can show at the
 	// default false discovery rate: allowed, not required.
-	for _, f := range []string{"avg", "median", "p95", "p99"} {
+	for _, f := range []figures.Name{figures.Avg, figures.Median, figures.P95, figures.P99} {
 		for _, ep := range []string{"document_upload", "auth_register"} {
 			if k := (Key{"history-shared", f, ep}); !found[k] {
 				t.Errorf("no change point in %s", k)
 			}
 		}
 	}
-	for _, f := range []string{"p95", "p99"} {
+	for _, f := range []figures.Name{figures.P95, figures.P99} {
 		if k := (Key{"history-shared", f, ""}); !found[k] {
 			t.Errorf("no change point in %s", k)
 		}

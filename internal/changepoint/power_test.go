@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
@@ -60,13 +61,7 @@ const (
 	powerTolerance = 0.10
 )
 
-func isLatency(f string) bool {
-	switch f {
-	case "avg", "median", "p95", "p99", "max":
-		return true
-	}
-	return false
-}
+func isLatency(f figures.Name) bool { return f.Def().Latency }
 
 func endpointLatency(ep string) func(Key) bool {
 	return func(k Key) bool { return k.Endpoint == ep && isLatency(k.Figure) }
@@ -76,7 +71,7 @@ func aggregateLatency(k Key) bool { return k.Endpoint == "" && isLatency(k.Figur
 
 func either(a, b func(Key) bool) func(Key) bool { return func(k Key) bool { return a(k) || b(k) } }
 
-func hk(figure, ep string) Key { return Key{"history-shared", figure, ep} }
+func hk(figure figures.Name, ep string) Key { return Key{"history-shared", figure, ep} }
 
 func powerScenarios() []scenario {
 	actor := endpointLatency("actor_get")
@@ -89,7 +84,7 @@ func powerScenarios() []scenario {
 			moves:  []move{{moved(ep), 40, Regression}},
 			truths: []truth{{hk("p95", ep), 40, Regression}, {hk("median", ep), 40, Regression}}}
 	}
-	rates := func(k Key) bool { return k.Figure == "rps" || k.Figure == "iterations_per_s" }
+	rates := func(k Key) bool { return k.Figure.Def().Polarity == figures.LowerIsWorse }
 	driftKey := hk("median", "actor_get")
 	return []scenario{
 		{name: "no change", outlier: -1},

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -18,7 +19,7 @@ import (
 // the one a from-scratch analysis gives.
 type series struct {
 	key  Key
-	pol  Polarity
+	pol  figures.Polarity
 	cfg  Config
 	runs []Run
 
@@ -96,7 +97,7 @@ func (s *series) run(i int) Run {
 	return s.frozen[i].run
 }
 
-func newSeries(k Key, pol Polarity, cfg Config) *series {
+func newSeries(k Key, pol figures.Polarity, cfg Config) *series {
 	return &series{key: k, pol: pol, cfg: cfg, windows: map[int][]int{},
 		zConf: stats.NormalQuantile(1 - (1-cfg.Confidence)/2),
 		pn:    []int{0}, pw: []float64{0}, pwy: []float64{0}, pwy2: []float64{0}}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 )
@@ -44,7 +44,7 @@ func newRunSimulator(tb testing.TB) *runSimulator {
 	tb.Helper()
 	clean := fixtures.HistoryCleanGroups(tb)[0]
 	simOnce.Do(func() {
-		in, err := envelope.ReadFiles(clean, k6.LoadOptions{KeepPoints: true})
+		in, err := figures.ReadFiles(clean, figures.LoadOptions(0, ""))
 		if err != nil {
 			simErr = err
 			return
@@ -55,7 +55,7 @@ func newRunSimulator(tb testing.TB) *runSimulator {
 			return
 		}
 		// The request mix is the runs' own: each endpoint's share of the
-		// requests (the envelope of point files leaves shares out).
+		// endpoints' requests.
 		var total float64
 		counts := map[string]float64{}
 		for _, r := range env.Runs {
@@ -118,7 +118,7 @@ func (g *runSimulator) History(tb testing.TB, sc scenario, n int, seed uint64) [
 			}
 			slices.SortFunc(keys, func(a, b Key) int { return cmp.Compare(a.String(), b.String()) })
 			for _, k := range keys {
-				byKey[k] = &Series{Key: k, Polarity: FigurePolarity(k.Figure), Runs: make([]Run, n)}
+				byKey[k] = &Series{Key: k, Polarity: k.Figure.Def().Polarity, Runs: make([]Run, n)}
 			}
 		}
 		for k, r := range figs {
@@ -150,11 +150,7 @@ func (g *runSimulator) run(o simulate.Options) (map[Key]Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := envelope.Compute([]envelope.Input{{Run: r, Source: envelope.Source{File: o.TestID, Format: string(k6.FormatNDJSON)}}}, envelope.Options{Name: g.test})
-	if err != nil {
-		return nil, err
-	}
-	figs = runFigures(g.test, env.Runs[0], "")
+	figs = runFigures(g.test, r, "")
 	g.mu.Lock()
 	g.cache[key] = figs
 	g.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -22,10 +24,21 @@ type spreadRow struct {
 	real, os, halves, sim float64
 }
 
+// pointRuns are the history runs loaded with their points, by file.
+var pointRuns = map[string]*k6.Run{}
+
 // endpointPoints are one endpoint's latencies of a run, in time order.
-func endpointPoints(r historyRun, metric string) []float64 {
+func endpointPoints(t *testing.T, r historyRun, metric string) []float64 {
+	run := pointRuns[r.file]
+	if run == nil {
+		var err error
+		if run, err = k6.Load(r.file, k6.LoadOptions{KeepPoints: true, Stats: []string{"count"}}); err != nil {
+			t.Fatal(err)
+		}
+		pointRuns[r.file] = run
+	}
 	var xs []float64
-	for _, p := range r.input.Run.Points {
+	for _, p := range run.Points {
 		if p.Metric == metric {
 			xs = append(xs, p.Value)
 		}
@@ -57,7 +70,7 @@ func spreads(t *testing.T) []spreadRow {
 			name string
 			p    float64
 		}{{"median", 0.5}, {"p95", 0.95}} {
-			row := spreadRow{key: hk(fig.name, ep)}
+			row := spreadRow{key: hk(figures.Name(fig.name), ep)}
 			var ss, osv, hv float64
 			df, n := 0, 0
 			for _, g := range groups {
@@ -66,7 +79,7 @@ func spreads(t *testing.T) []spreadRow {
 					if i == 19 {
 						continue
 					}
-					xs := endpointPoints(runs[i], ep)
+					xs := endpointPoints(t, runs[i], ep)
 					s := slices.Clone(xs)
 					slices.Sort(s)
 					if lo, hi, ok := stats.QuantileCI(s, fig.p, 0.95); ok {

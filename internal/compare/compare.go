@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -42,7 +42,7 @@ const (
 // Options tune a comparison.
 type Options struct {
 	// Tolerance is the policy; zero fields fall back to the envelope's.
-	Tolerance envelope.Tolerance
+	Tolerance figures.Tolerance
 	// Method is "welch" (Welch t on log values, the default) or
 	// "bootstrap" (percentile bootstrap over runs).
 	Method string
@@ -52,7 +52,7 @@ type Options struct {
 	// Seed makes the bootstrap reproducible.
 	Seed uint64
 	// SkipWarmup is the warm-up the loader cut from the candidates' point
-	// streams; the workload check adds it back to compare whole runs.
+	// streams, which the result reports.
 	SkipWarmup time.Duration
 }
 
@@ -74,8 +74,8 @@ const (
 // (candidate/baseline - 1) × 100; for the error rate they are percentage
 // points.
 type Figure struct {
-	Name     string `json:"name"` // throughput, median, p95, p99, error_rate
-	Endpoint string `json:"endpoint,omitempty"`
+	Name     figures.Name `json:"name"` // rps, median, p95, p99, error_rate
+	Endpoint string       `json:"endpoint,omitempty"`
 	// EndpointLabel is the endpoint's display name, when the envelope
 	// gives it one (envelope.Endpoint.Label).
 	EndpointLabel string  `json:"endpoint_label,omitempty"`
@@ -108,17 +108,11 @@ type Figure struct {
 	beyond bool
 }
 
+// Key is the figure's key, "endpoint.figure".
+func (f Figure) Key() figures.Key { return figures.Key{Endpoint: f.Endpoint, Figure: f.Name} }
+
 // Label names the figure for people, an endpoint by its display name.
-func (f Figure) Label() string {
-	what := map[string]string{"throughput": "throughput", "median": "median", "p95": "p95", "p99": "p99", "error_rate": "error rate"}[f.Name]
-	if f.EndpointLabel != "" {
-		return f.EndpointLabel + " " + what
-	}
-	if f.Endpoint != "" {
-		return f.Endpoint + " " + what
-	}
-	return "aggregate " + what
-}
+func (f Figure) Label() string { return f.Key().Label(f.EndpointLabel) }
 
 // Result is a whole comparison.
 type Result struct {
@@ -144,13 +138,13 @@ func (e *WorkloadError) Error() string {
 		" (compare like with like, or pass --allow-workload-change for a planned step beyond the baseline)"
 }
 
-// Compare judges runs against env.
-func Compare(env *envelope.Envelope, runs []*k6.Run, opts Options) (*Result, error) {
+// Compare judges candidate runs' figures against env's baseline runs.
+func Compare(env *envelope.Envelope, runs []figures.Run, opts Options) (*Result, error) {
 	return compare(env, runs, opts, judgeConfig{})
 }
 
 // compare is Compare with the parts of the judgement jc sets.
-func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfig) (*Result, error) {
+func compare(env *envelope.Envelope, runs []figures.Run, opts Options, jc judgeConfig) (*Result, error) {
 	if env == nil {
 		return nil, errors.New("no envelope")
 	}
@@ -170,9 +164,7 @@ func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfi
 	if opts.Tolerance.Confidence > 0 {
 		tol.Confidence = opts.Tolerance.Confidence
 	}
-	if !(tol.Confidence > 0 && tol.Confidence < 1) {
-		tol.Confidence = 0.95
-	}
+	tol.Confidence = figures.Confidence(tol.Confidence)
 	method := opts.Method
 	if method == "" {
 		method = "welch"
@@ -187,7 +179,7 @@ func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfi
 	if opts.SkipWarmup > 0 {
 		res.SkipWarmup = opts.SkipWarmup.String()
 	}
-	diffs, vus := workloadDiffs(env, runs, opts.SkipWarmup)
+	diffs, vus := workloadDiffs(env, runs)
 	res.VUs = vus
 	if len(diffs) > 0 {
 		if !opts.AllowWorkloadChange {
@@ -199,13 +191,11 @@ func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfi
 		return nil, fmt.Errorf("envelope %s has %d baseline run(s): a comparison needs at least 2", env.Name, len(env.Runs))
 	}
 
-	c := &comparer{env: env, runs: runs, tol: tol, method: method, seed: opts.Seed, res: res, judging: jc.resolved()}
-	c.loadSamples()
+	c := &comparer{env: env, base: env.RunFigures(), cand: runs, tol: tol, method: method, seed: opts.Seed, res: res, judging: jc.resolved()}
 	res.Warnings = append(res.Warnings, env.FormatWarnings()...)
-	c.throughputFigure()
-	c.quantileFigure("median", "med")
-	c.quantileFigure("p95", "p(95)")
-	c.quantileFigure("p99", "p(99)")
+	for _, n := range []figures.Name{figures.RPS, figures.Median, figures.P95, figures.P99} {
+		c.headlineFigure(n)
+	}
 	c.errorFigure()
 	names := make([]string, 0, len(env.Endpoints))
 	for n := range env.Endpoints {
@@ -214,13 +204,9 @@ func compare(env *envelope.Envelope, runs []*k6.Run, opts Options, jc judgeConfi
 	sort.Strings(names)
 	found := 0
 	for _, n := range names {
-		ep := env.Endpoints[n]
 		present := false
-		for _, st := range []struct {
-			name, k6 string
-			band     envelope.Band
-		}{{"median", "med", ep.Median}, {"p95", "p(95)", ep.P95}, {"p99", "p(99)", ep.P99}} {
-			present = c.endpointFigure(n, ep, st.name, st.band, st.k6) || present
+		for _, fig := range figures.Percentiles() {
+			present = c.endpointFigure(figures.Key{Endpoint: n, Figure: fig}) || present
 		}
 		if present {
 			found++
@@ -252,7 +238,7 @@ func (c *comparer) decide() {
 	alpha := (1 - c.tol.Confidence) / 2 // one-sided, matching the two-sided interval
 	for key, idx := range groups {
 		ps := make([]float64, len(idx))
-		names := make([]string, len(idx))
+		names := make([]figures.Name, len(idx))
 		for j, i := range idx {
 			ps[j], names[j] = res.Figures[i].P, res.Figures[i].Name
 		}
@@ -279,7 +265,7 @@ func (c *comparer) decide() {
 // holmWithin corrects one family's p-values: Holm's method across the
 // headline figures; within an endpoint's family weighted Holm, the
 // median at medianWeight of the level (names are the figures' names).
-func holmWithin(family string, names []string, ps []float64) []float64 {
+func holmWithin(family string, names []figures.Name, ps []float64) []float64 {
 	if !isEndpointFamily(family) {
 		return stats.Holm(ps)
 	}
@@ -293,11 +279,11 @@ func isEndpointFamily(family string) bool {
 
 // endpointWeights are the shares of the level within an endpoint's
 // family: mw for the median, p95 and p99 the rest in equal parts.
-func endpointWeights(names []string, mw float64) []float64 {
+func endpointWeights(names []figures.Name, mw float64) []float64 {
 	w := make([]float64, len(names))
 	for j, n := range names {
 		w[j] = (1 - mw) / 2
-		if n == "median" {
+		if n == figures.Median {
 			w[j] = mw
 		}
 	}
@@ -322,16 +308,14 @@ func joinNote(a, b string) string {
 }
 
 type comparer struct {
-	env     *envelope.Envelope
-	runs    []*k6.Run
-	tol     envelope.Tolerance
-	method  string
-	seed    uint64
-	judging judgeConfig
-	res     *Result
-	// samples are each candidate's latency samples, for its own
-	// sampling error (runs from point files only).
-	samples []runSamples
+	env *envelope.Envelope
+	// base are the envelope's baseline runs, cand the candidate runs.
+	base, cand []figures.Run
+	tol        figures.Tolerance
+	method     string
+	seed       uint64
+	judging    judgeConfig
+	res        *Result
 }
 
 // judgeConfig holds the parts of the judgement as functions: the power
@@ -346,12 +330,12 @@ type judgeConfig struct {
 	// figure's own family.
 	family func(f *Figure) string
 	// adjust corrects one family's p-values: holmWithin.
-	adjust func(family string, names []string, ps []float64) []float64
-	// interval is the run-level interval of a change: runLevelCI.
+	adjust func(family string, names []figures.Name, ps []float64) []float64
+	// interval is the run-level interval of a change: stats.RunLevel.
 	interval func(base, cand []stats.RunValue, confidence float64) (stats.RatioCI, error)
 	// against says whether an endpoint figure of stat is judged against
 	// the run's other endpoints: the median is, the tails are not.
-	against func(stat string) bool
+	against func(stat figures.Name) bool
 	// ownRise is how far an endpoint's own estimate must have risen for
 	// a Regression against the run's other endpoints: half the
 	// tolerance (requireAbsolute).
@@ -370,170 +354,15 @@ func (jc judgeConfig) resolved() judgeConfig {
 		jc.adjust = holmWithin
 	}
 	if jc.interval == nil {
-		jc.interval = runLevelCI
+		jc.interval = stats.RunLevel
 	}
 	if jc.against == nil {
-		jc.against = func(stat string) bool { return stat == "median" }
+		jc.against = func(stat figures.Name) bool { return stat == figures.Median }
 	}
 	if jc.ownRise == nil {
 		jc.ownRise = func(tol float64) float64 { return tol / 2 }
 	}
 	return jc
-}
-
-// candRPS is a run's http_reqs rate, or count over duration.
-func candRPS(r *k6.Run) (float64, bool) {
-	m := r.Metrics["http_reqs"]
-	if m == nil {
-		return 0, false
-	}
-	if v, ok := m.Values["rate"]; ok && v > 0 {
-		return v, true
-	}
-	if c, ok := m.Values["count"]; ok && r.Duration > 0 {
-		return c / r.Duration.Seconds(), true
-	}
-	return 0, false
-}
-
-// candStat reads a trend stat of http_req_duration, or of the metric get
-// returns.
-func candStat(get func(*k6.Run) *k6.Metric, stat string) func(*k6.Run) (float64, bool) {
-	return func(r *k6.Run) (float64, bool) {
-		var m *k6.Metric
-		if get == nil {
-			m = r.Metrics[k6.HTTPReqDuration]
-		} else {
-			m = get(r)
-		}
-		if m == nil {
-			return 0, false
-		}
-		v, ok := m.Values[stat]
-		if !ok {
-			// Machine-readable summaries write p95, not p(95).
-			v, ok = m.Values[strings.NewReplacer("(", "", ")", "").Replace(stat)]
-		}
-		return v, ok && v > 0
-	}
-}
-
-func (c *comparer) candidates(get func(*k6.Run) (float64, bool)) ([]float64, []string) {
-	var vals []float64
-	var missing []string
-	for _, r := range c.runs {
-		if v, ok := get(r); ok {
-			vals = append(vals, v)
-		} else {
-			missing = append(missing, r.Source)
-		}
-	}
-	return vals, missing
-}
-
-// ratioFigure compares a per-run figure the envelope keeps for each
-// baseline run.
-func (c *comparer) ratioFigure(name, endpoint, unit, better string, tol float64,
-	base func(envelope.RunFigures) float64, cand func(*k6.Run) (float64, bool)) {
-	f := Figure{Name: name, Endpoint: endpoint, Unit: unit, Better: better, TolerancePct: 100 * tol, P: math.NaN(), Method: c.method}
-	var bv []float64
-	for _, r := range c.env.Runs {
-		if v := base(r); v > 0 {
-			bv = append(bv, v)
-		}
-	}
-	cv, missing := c.candidates(cand)
-	switch {
-	case len(bv) < 2:
-		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope keeps %s for %d baseline run(s); 2 are needed", name, len(bv))
-	case len(missing) > 0:
-		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s in %s", name, strings.Join(missing, ", "))
-	default:
-		var r stats.RatioCI
-		var err error
-		if c.method == "bootstrap" {
-			r, err = stats.BootstrapLog(bv, cv, c.tol.Confidence, 10000, c.seed+uint64(len(c.res.Figures)))
-		} else {
-			bm, _ := stats.LogMomentsOf(bv)
-			cm, e2 := stats.LogMomentsOf(cv)
-			err = e2
-			if err == nil {
-				r, err = stats.WelchLog(bm, cm, c.tol.Confidence)
-			}
-		}
-		if err != nil {
-			f.Verdict, f.Note = NoData, err.Error()
-			break
-		}
-		f.Baseline, f.Candidate = geoMean(bv), geoMean(cv)
-		c.judge(&f, r, better, tol)
-	}
-	c.res.Figures = append(c.res.Figures, f)
-}
-
-// endpointFigure compares an endpoint's p95 or p99 with its band. The
-// envelope keeps only the band's min, max and run count, so the baseline
-// is taken as log-normal with mean of logs at the band's geometric
-// centre and the standard deviation of logs estimated from the range
-// (ln max - ln min)/d2(n), the classic range estimator. It reports
-// whether the candidates carry the endpoint at all.
-func (c *comparer) endpointFigure(name string, ep envelope.Endpoint, stat string, band envelope.Band, k6stat string) bool {
-	get := endpointMetric(ep)
-	f := Figure{Name: stat, Endpoint: name, EndpointLabel: ep.Label, Unit: "ms", Better: "lower", TolerancePct: 100 * c.tol.LatencyRise, P: math.NaN(),
-		Method: "welch-log, baseline spread from the band range"}
-	cv, missing := c.candidates(candStat(get, k6stat))
-	present := len(missing) < len(c.runs)
-	switch {
-	case band.N < 2 || !(band.Min > 0) || band.Max < band.Min:
-		f.Verdict, f.Note = NoData, fmt.Sprintf("the envelope has no %s band over 2 or more runs for this endpoint", stat)
-	case len(missing) > 0:
-		f.Verdict, f.Note = NoData, fmt.Sprintf("no %s for this endpoint in %s", stat, strings.Join(missing, ", "))
-	case len(c.endpointRunValues(name, stat)) >= 2:
-		// Each baseline run's own value: the real run-to-run spread.
-		if c.judging.against(stat) && c.againstOthers(&f, name, stat, cv) {
-			break
-		}
-		c.runLevel(&f, c.endpointRunValues(name, stat), c.candValues(cv, name, stat))
-	default:
-		f.Note = "the envelope keeps only this endpoint's band: run-to-run spread estimated from its range"
-		if c.judging.against(stat) {
-			f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: the envelope keeps no run's endpoint values")
-		}
-		lmin, lmax := math.Log(band.Min), math.Log(band.Max)
-		bm := stats.LogMoments{N: band.N, Mean: (lmin + lmax) / 2, SD: (lmax - lmin) / rangeD2(band.N)}
-		cm, err := stats.LogMomentsOf(cv)
-		var r stats.RatioCI
-		if err == nil {
-			r, err = stats.WelchLog(bm, cm, c.tol.Confidence)
-		}
-		if err != nil {
-			f.Verdict, f.Note = NoData, err.Error()
-			break
-		}
-		f.Baseline, f.Candidate = math.Exp(bm.Mean), geoMean(cv)
-		c.judge(&f, r, "lower", c.tol.LatencyRise)
-	}
-	c.res.Figures = append(c.res.Figures, f)
-	return present
-}
-
-// endpointMetric reads an endpoint's latency trend from a run: its
-// custom trend, its http_req_duration sub-metric or its --group-by group.
-func endpointMetric(ep envelope.Endpoint) func(*k6.Run) *k6.Metric {
-	return func(r *k6.Run) *k6.Metric {
-		switch {
-		case ep.Metric != "":
-			return r.Metrics[ep.Metric]
-		case ep.Tag != "":
-			if m := r.Metrics["http_req_duration{"+ep.Tag+":"+ep.Value+"}"]; m != nil {
-				return m
-			}
-			if r.GroupBy == ep.Tag {
-				return r.Groups[ep.Value][k6.HTTPReqDuration]
-			}
-		}
-		return nil
-	}
 }
 
 // rangeD2 is the expected range of n standard normal values (d2), for
@@ -606,17 +435,17 @@ func badChange(r stats.RatioCI, better string, tol float64) (float64, bool) {
 // Wilson's score interval on the pooled candidate requests; the p-value
 // is the exact binomial tail P(X ≥ failed | allowed rate).
 func (c *comparer) errorFigure() {
-	f := Figure{Name: "error_rate", Unit: "ratio", Better: "lower", P: math.NaN(), Method: "binomial (Wilson interval)"}
+	f := c.figure(figures.Key{Figure: figures.ErrorRate}, "", 0)
+	f.Method = "binomial (Wilson interval)"
 	var failed, total float64
 	var missing []string
-	for _, r := range c.runs {
-		m := r.Metrics["http_req_failed"]
-		if m == nil {
+	for _, r := range c.cand {
+		if r.Checked == 0 {
 			missing = append(missing, r.Source)
 			continue
 		}
-		failed += m.Values["passes"]
-		total += m.Values["passes"] + m.Values["fails"]
+		failed += float64(r.Failed)
+		total += float64(r.Checked)
 	}
 	allowed := c.env.Errors.Rate + c.tol.ErrorRatio
 	f.Baseline = c.env.Errors.Rate
@@ -692,36 +521,19 @@ func binomUpperTail(k, n int64, p float64) float64 {
 	return math.Min(1, sum)
 }
 
-func geoMean(xs []float64) float64 {
-	var s float64
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
-}
-
-// runVUs is a run's peak VU count from vus_max or vus, 0 when unknown.
-func runVUs(r *k6.Run) int {
-	for _, name := range []string{"vus_max", "vus"} {
-		if m := r.Metrics[name]; m != nil {
-			for _, k := range []string{"max", "value"} {
-				if v, ok := m.Values[k]; ok && v > 0 {
-					return int(math.Round(v))
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // workloadDiffs names how the candidates' workload differs from the
-// envelope's (VUs, duration), and the candidates' common VU count.
-func workloadDiffs(env *envelope.Envelope, runs []*k6.Run, skipped time.Duration) ([]string, int) {
+// envelope's (VUs, whole duration, by the rules figures sets), and the
+// candidates' common VU count.
+func workloadDiffs(env *envelope.Envelope, runs []figures.Run) ([]string, int) {
 	var diffs []string
 	w := env.Provenance.Workload
+	want, err := time.ParseDuration(w.Duration)
+	if err != nil {
+		want = 0
+	}
 	vus := -1
 	for _, r := range runs {
-		v := runVUs(r)
+		v := r.Workload.VUs
 		if vus == -1 {
 			vus = v
 		} else if v != vus {
@@ -730,17 +542,9 @@ func workloadDiffs(env *envelope.Envelope, runs []*k6.Run, skipped time.Duration
 		if w.VUs > 0 && v > 0 && v != w.VUs {
 			diffs = append(diffs, fmt.Sprintf("%s ran %d VUs, the baseline %d", r.Source, v, w.VUs))
 		}
-		if w.Duration != "" && r.Duration > 0 {
-			// The envelope's duration is a whole run, warm-up included.
-			whole := r.Duration
-			if r.Mode != k6.ModeSummary {
-				whole += skipped
-			}
-			if d, err := time.ParseDuration(w.Duration); err == nil && d > 0 {
-				if ratio := whole.Seconds() / d.Seconds(); ratio < 0.75 || ratio > 1.25 {
-					diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, whole.Round(time.Second), d))
-				}
-			}
+		// The envelope's duration is a whole run, warm-up included.
+		if whole := r.WholeDuration(); figures.DurationsDiffer(whole, want) {
+			diffs = append(diffs, fmt.Sprintf("%s lasted %s, the baseline runs %s", r.Source, whole.Round(time.Second), want))
 		}
 	}
 	if vus < 0 {

@@ -8,23 +8,22 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // testEnvelope is a five-run baseline shaped like the baseline document: ~56
 // req/s, p95 358-405 ms, p99 923-937 ms, zero errors, 50 VUs.
 func testEnvelope() *envelope.Envelope {
 	env := &envelope.Envelope{APIVersion: envelope.APIVersion, Kind: envelope.Kind, Name: "baseline-mix",
-		Tolerance: envelope.DefaultTolerance()}
+		Tolerance: figures.DefaultTolerance()}
 	env.Provenance.Workload = envelope.Workload{VUs: 50, Executor: "constant-vus", Duration: "6m0s"}
 	rps := []float64{56.0, 56.1, 56.2, 55.97, 56.28}
 	p95 := []float64{357.7, 380, 405.3, 370, 390}
 	p99 := []float64{922.7, 930, 937.2, 925, 933}
 	for i := range rps {
-		env.Runs = append(env.Runs, envelope.RunFigures{Source: fmt.Sprintf("run-%d", i+1), RPS: rps[i], P95: p95[i], P99: p99[i], Requests: 20000})
+		env.Runs = append(env.Runs, envelope.Run{Run: figures.Run{Source: fmt.Sprintf("run-%d", i+1), RPS: rps[i], P95: p95[i], P99: p99[i], Requests: 20000}})
 	}
 	env.Errors = envelope.Errors{Failed: 0, Total: 100000, Rate: 0}
 	env.Endpoints = map[string]envelope.Endpoint{
@@ -41,19 +40,18 @@ type runSpec struct {
 	login, actor95 float64
 }
 
-func testRun(name string, s runSpec) *k6.Run {
-	r := &k6.Run{Source: name, Duration: 6 * time.Minute, Metrics: map[string]*k6.Metric{
-		"http_reqs":         {Name: "http_reqs", Type: k6.Counter, Values: map[string]float64{"rate": s.rps, "count": s.rps * 360}},
-		"http_req_duration": {Name: "http_req_duration", Type: k6.Trend, Values: map[string]float64{"p(95)": s.p95, "p(99)": s.p99}},
-		"http_req_failed":   {Name: "http_req_failed", Type: k6.Rate, Values: map[string]float64{"passes": s.failed, "fails": s.total - s.failed}},
-		"vus_max":           {Name: "vus_max", Type: k6.Gauge, Values: map[string]float64{"max": s.vus}},
-	}}
+// testRun is a six-minute summary run's figures.
+func testRun(name string, s runSpec) figures.Run {
+	r := figures.Run{Source: name, DurationSeconds: 360, Requests: int64(math.Round(s.rps * 360)), RPS: s.rps, P95: s.p95, P99: s.p99,
+		Failed: int64(s.failed), Checked: int64(s.total), Workload: figures.Workload{VUs: int(s.vus), Summary: true}}
+	if s.login > 0 || s.actor95 > 0 {
+		r.Endpoints = map[string]figures.Latency{}
+	}
 	if s.login > 0 {
-		r.Metrics["auth_login"] = &k6.Metric{Name: "auth_login", Type: k6.Trend, Values: map[string]float64{"p(95)": s.login, "p(99)": s.login * 1.5}}
+		r.Endpoints["auth_login"] = figures.Latency{P95: s.login, P99: s.login * 1.5}
 	}
 	if s.actor95 > 0 {
-		r.Metrics["http_req_duration{name:GET /actors/{id}}"] = &k6.Metric{Name: "http_req_duration{name:GET /actors/{id}}", Type: k6.Trend,
-			Values: map[string]float64{"p(95)": s.actor95}}
+		r.Endpoints["name=GET /actors/{id}"] = figures.Latency{P95: s.actor95}
 	}
 	return r
 }
@@ -79,23 +77,23 @@ func TestCompareVerdicts(t *testing.T) {
 	errs.failed = 40
 	for _, tc := range []struct {
 		name      string
-		runs      []*k6.Run
+		runs      []figures.Run
 		method    string
 		want      map[string]Verdict
 		regressed bool
 	}{
-		{"unchanged", []*k6.Run{testRun("a", same), testRun("b", same)}, "",
+		{"unchanged", []figures.Run{testRun("a", same), testRun("b", same)}, "",
 			// auth_login's band (1100-1390 ms over 5 runs) is too wide to
 			// prove a change under 10%: Inconclusive, not Pass.
 			map[string]Verdict{"aggregate throughput": Pass, "aggregate p95": Pass, "aggregate error rate": Pass, "auth_login p95": Inconclusive}, false},
-		{"latency regression", []*k6.Run{testRun("a", slow), testRun("b", slow2), testRun("c", slow)}, "",
+		{"latency regression", []figures.Run{testRun("a", slow), testRun("b", slow2), testRun("c", slow)}, "",
 			// auth_login's +30% [+15%, +48%] from its band alone: a
 			// significant rise (p 0.002 within its endpoint's family) whose
 			// estimate exceeds the tolerance.
 			map[string]Verdict{"aggregate throughput": Pass, "aggregate p95": Regression, "aggregate p99": Regression, "auth_login p95": Regression}, true},
-		{"latency regression by bootstrap", []*k6.Run{testRun("a", slow), testRun("b", slow2), testRun("c", slow)}, "bootstrap",
+		{"latency regression by bootstrap", []figures.Run{testRun("a", slow), testRun("b", slow2), testRun("c", slow)}, "bootstrap",
 			map[string]Verdict{"aggregate p95": Regression, "aggregate throughput": Pass}, true},
-		{"errors appear", []*k6.Run{testRun("a", errs)}, "",
+		{"errors appear", []figures.Run{testRun("a", errs)}, "",
 			map[string]Verdict{"aggregate error rate": Regression, "aggregate p95": Inconclusive}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +122,7 @@ func TestCompareVerdicts(t *testing.T) {
 // SE = s·√(1/5 + 1), df 4, t = 2.776445; computed here by hand.
 func TestCompareIntervalByHand(t *testing.T) {
 	run := runSpec{vus: 50, rps: 56.1, p95: 420, p99: 930, total: 20000, login: 1240, actor95: 20}
-	res, err := Compare(testEnvelope(), []*k6.Run{testRun("a", run)}, Options{})
+	res, err := Compare(testEnvelope(), []figures.Run{testRun("a", run)}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +159,12 @@ func TestCompareIntervalByHand(t *testing.T) {
 
 func TestCompareWorkload(t *testing.T) {
 	big := runSpec{vus: 100, rps: 98, p95: 480, p99: 1100, total: 30000, login: 1300, actor95: 21}
-	_, err := Compare(testEnvelope(), []*k6.Run{testRun("step-100", big)}, Options{})
+	_, err := Compare(testEnvelope(), []figures.Run{testRun("step-100", big)}, Options{})
 	var we *WorkloadError
 	if !errors.As(err, &we) || !strings.Contains(err.Error(), "step-100 ran 100 VUs, the baseline 50") || !strings.Contains(err.Error(), "--allow-workload-change") {
 		t.Fatalf("error %v", err)
 	}
-	res, err := Compare(testEnvelope(), []*k6.Run{testRun("step-100", big), testRun("step-100b", big)}, Options{AllowWorkloadChange: true})
+	res, err := Compare(testEnvelope(), []figures.Run{testRun("step-100", big), testRun("step-100b", big)}, Options{AllowWorkloadChange: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +173,7 @@ func TestCompareWorkload(t *testing.T) {
 	}
 	// Runs that carry none of the envelope's endpoints are another workload.
 	other := runSpec{vus: 50, rps: 56, p95: 380, p99: 930, total: 20000}
-	if _, err := Compare(testEnvelope(), []*k6.Run{testRun("x", other)}, Options{}); err == nil || !strings.Contains(err.Error(), "none of the envelope's 2 endpoints") {
+	if _, err := Compare(testEnvelope(), []figures.Run{testRun("x", other)}, Options{}); err == nil || !strings.Contains(err.Error(), "none of the envelope's 2 endpoints") {
 		t.Errorf("error %v", err)
 	}
 }
@@ -185,7 +183,7 @@ func TestCompareOutputs(t *testing.T) {
 	// spread, ~4% here), so a rise must clear the tolerance by that much:
 	// +35% does, after Holm over 7 figures.
 	run := runSpec{vus: 50, rps: 56.1, p95: 380 * 1.35, p99: 930, total: 20000, login: 1240, actor95: 20}
-	res, err := Compare(testEnvelope(), []*k6.Run{testRun("a", run), testRun("b", run)}, Options{})
+	res, err := Compare(testEnvelope(), []figures.Run{testRun("a", run), testRun("b", run)}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,13 +219,13 @@ func TestCompareBadInput(t *testing.T) {
 	env := testEnvelope()
 	env.Runs = env.Runs[:1]
 	run := testRun("a", runSpec{vus: 50, rps: 56, p95: 380, p99: 930, total: 10, login: 1, actor95: 1})
-	if _, err := Compare(env, []*k6.Run{run}, Options{}); err == nil || !strings.Contains(err.Error(), "1 baseline run(s)") {
+	if _, err := Compare(env, []figures.Run{run}, Options{}); err == nil || !strings.Contains(err.Error(), "1 baseline run(s)") {
 		t.Errorf("one-run envelope: %v", err)
 	}
 	if _, err := Compare(testEnvelope(), nil, Options{}); err == nil {
 		t.Error("no runs accepted")
 	}
-	if _, err := Compare(testEnvelope(), []*k6.Run{run}, Options{Method: "magic"}); err == nil {
+	if _, err := Compare(testEnvelope(), []figures.Run{run}, Options{Method: "magic"}); err == nil {
 		t.Error("unknown method accepted")
 	}
 }
@@ -235,7 +233,7 @@ func TestCompareBadInput(t *testing.T) {
 // BenchmarkCompare: five baseline runs, three candidates, two endpoints.
 func BenchmarkCompare(b *testing.B) {
 	run := runSpec{vus: 50, rps: 56.1, p95: 470, p99: 1100, total: 20000, login: 1500, actor95: 21}
-	runs := []*k6.Run{testRun("a", run), testRun("b", run), testRun("c", run)}
+	runs := []figures.Run{testRun("a", run), testRun("b", run), testRun("c", run)}
 	env := testEnvelope()
 	for b.Loop() {
 		if _, err := Compare(env, runs, Options{}); err != nil {
@@ -252,7 +250,7 @@ func TestCompareEndpointLabels(t *testing.T) {
 	ep.Label = "Actor by id"
 	env.Endpoints["name=GET /actors/{id}"] = ep
 	run := runSpec{vus: 50, rps: 56.1, p95: 380, p99: 930, total: 20000, login: 1240, actor95: 20}
-	res, err := Compare(env, []*k6.Run{testRun("a", run), testRun("b", run)}, Options{})
+	res, err := Compare(env, []figures.Run{testRun("a", run), testRun("b", run)}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +279,7 @@ func TestDecide(t *testing.T) {
 	fig := func(endpoint string, p float64, beyond bool, v Verdict) Figure {
 		return Figure{Name: "p95", Endpoint: endpoint, P: p, beyond: beyond, Verdict: v}
 	}
-	c := &comparer{tol: envelope.DefaultTolerance(), judging: judgeConfig{}.resolved(), res: &Result{Figures: []Figure{
+	c := &comparer{tol: figures.DefaultTolerance(), judging: judgeConfig{}.resolved(), res: &Result{Figures: []Figure{
 		fig("", 0.02, true, Inconclusive),   // headline: 0.02 × 2 = 0.04 after Holm: not significant
 		fig("", 0.01, true, Inconclusive),   // 0.01 × 3 = 0.03: not significant
 		fig("", 0.5, false, Pass),           // stays Pass

@@ -6,7 +6,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Each figure's method names its interval once, never glued to the
@@ -20,10 +19,10 @@ func TestFigureMethodNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs := []*k6.Run{in[3].Run, in[4].Run}
+	runs := in[3:5]
 	// The same envelope as an older file has it: endpoint bands only.
 	bands := *env
-	bands.Runs = append([]envelope.RunFigures(nil), env.Runs...)
+	bands.Runs = append([]envelope.Run(nil), env.Runs...)
 	for i := range bands.Runs {
 		bands.Runs[i].Endpoints = nil
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -21,8 +22,8 @@ var planRuns = [...]int{3, 5, 10, 20}
 // baseline level shrinks with the number of baseline runs, from the
 // spread the envelope's runs showed: what a tight envelope needs.
 type RunsPlan struct {
-	Figure string // "median", "p95" or "p99"
-	Runs   int    // baseline runs the spread is estimated from
+	Figure figures.Name // median, p95 or p99
+	Runs   int          // baseline runs the spread is estimated from
 	// SD is the standard deviation of a run's ln value (the between-run
 	// spread, a run's sampling included); RunLevelSD is the part beyond
 	// the runs' mean sampling error, √max(0, s² − v̄), where the envelope
@@ -51,41 +52,26 @@ type PlanRow struct {
 // for candRuns later runs, at the envelope's confidence and latency
 // tolerance (10% when unset). A figure with fewer than 2 runs is left out.
 func LatencyPlans(env *envelope.Envelope, candRuns int) []RunsPlan {
-	conf := env.Tolerance.Confidence
-	if !(conf > 0 && conf < 1) {
-		conf = 0.95
-	}
-	tol := env.Tolerance.LatencyRise
-	if !(tol > 0) {
-		tol = 0.10
-	}
+	conf := figures.Confidence(env.Tolerance.Confidence)
+	tol := env.Tolerance.Latency()
 	var out []RunsPlan
-	for _, stat := range []string{"median", "p95", "p99"} {
-		var logs []float64
+	for _, n := range figures.Percentiles() {
+		base, _ := figures.Baseline(env.RunFigures(), figures.Key{Figure: n})
+		if len(base) < 2 {
+			continue
+		}
+		logs := make([]float64, len(base))
 		var vsum float64
 		known := 0
-		for _, r := range env.Runs {
-			v, ci := r.Median, (*envelope.Interval)(nil)
-			switch stat {
-			case "p95":
-				v, ci = r.P95, r.P95CI
-			case "p99":
-				v, ci = r.P99, r.P99CI
-			}
-			if !(v > 0) {
-				continue
-			}
-			logs = append(logs, math.Log(v))
-			if lv := logVarOf(ci, conf); !math.IsNaN(lv) {
-				vsum += lv
+		for i, b := range base {
+			logs[i] = math.Log(b.X)
+			if !math.IsNaN(b.LogVar) {
+				vsum += b.LogVar
 				known++
 			}
 		}
-		if len(logs) < 2 {
-			continue
-		}
 		_, s2 := stats.MeanVar(logs)
-		p := RunsPlan{Figure: stat, Runs: len(logs), SD: math.Sqrt(s2), RunLevelSD: math.NaN(), CandRuns: candRuns, Tolerance: tol}
+		p := RunsPlan{Figure: n, Runs: len(logs), SD: math.Sqrt(s2), RunLevelSD: math.NaN(), CandRuns: candRuns, Tolerance: tol}
 		if known == len(logs) {
 			p.RunLevelSD = math.Sqrt(math.Max(0, s2-vsum/float64(known)))
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // TestLatencyPlans checks the runs plan against the spread it is given:
@@ -13,12 +14,12 @@ import (
 // runs whose MDC is within the tolerance.
 func TestLatencyPlans(t *testing.T) {
 	logs := []float64{-0.04, -0.02, 0, 0.02, 0.04} // SD 0.0316
-	env := &envelope.Envelope{Tolerance: envelope.Tolerance{LatencyRise: 0.10, Confidence: 0.95}}
+	env := &envelope.Envelope{Tolerance: figures.Tolerance{LatencyRise: 0.10, Confidence: 0.95}}
 	for _, l := range logs {
 		p95 := 400 * math.Exp(l)
 		// A 95% interval of ±1.96·0.01 on the log scale: sampling SD 1%.
-		ci := &envelope.Interval{Low: p95 * math.Exp(-1.96*0.01), High: p95 * math.Exp(1.96*0.01)}
-		env.Runs = append(env.Runs, envelope.RunFigures{Median: 100 * math.Exp(l/2), P95: p95, P95CI: ci})
+		ci := &figures.Interval{Low: p95 * math.Exp(-1.96*0.01), High: p95 * math.Exp(1.96*0.01)}
+		env.Runs = append(env.Runs, envelope.Run{Run: figures.Run{Median: 100 * math.Exp(l/2), P95: p95, P95CI: ci}})
 	}
 	plans := LatencyPlans(env, 3)
 	if len(plans) != 2 || plans[0].Figure != "median" || plans[1].Figure != "p95" {
@@ -50,7 +51,7 @@ func TestLatencyPlans(t *testing.T) {
 		t.Errorf("needed %d runs: MDC %v there", n, planRow(p95.SD, n, 3, 0.95).MDC)
 	}
 	// A spread too wide for any baseline size: 0.
-	wide := LatencyPlans(&envelope.Envelope{Runs: []envelope.RunFigures{{Median: 100}, {Median: 160}, {Median: 70}}}, 3)
+	wide := LatencyPlans(&envelope.Envelope{Runs: []envelope.Run{{Run: figures.Run{Median: 100}}, {Run: figures.Run{Median: 160}}, {Run: figures.Run{Median: 70}}}}, 3)
 	if len(wide) != 1 || wide[0].Needed != 0 {
 		t.Errorf("wide spread: %+v, want no baseline size within the tolerance", wide)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/stats/statstest"
 )
@@ -93,13 +93,9 @@ func (pc *powerCounts) row(v, s, k, m int, mk func() powerRow) *powerRow {
 }
 
 // simRun draws one run of the fitted model with the real run-level variance.
-func simRun(fit *simulate.Model, o simulate.Options, seed uint64, name string) (envelope.Input, error) {
+func simRun(fit *simulate.Model, o simulate.Options, seed uint64, name string) (figures.Run, error) {
 	o.Seed, o.Variance = seed, simulate.RealVariance()
-	r, err := fit.Run(o, name)
-	if err != nil {
-		return envelope.Input{}, err
-	}
-	return envelope.Input{Run: r, Source: envelope.Source{File: name, Format: string(k6.FormatNDJSON)}}, nil
+	return fit.Run(o, name)
 }
 
 // measurePower compares, for each seed, candidates of each scenario
@@ -119,7 +115,7 @@ func measurePower(seeds []uint64, baseRuns, candRuns []int, scenarios []powerSce
 	for _, seed := range seeds {
 		// Seeds of one measurement's runs never overlap: 100 per seed.
 		next := seed * 100
-		var base []envelope.Input
+		var base []figures.Run
 		for i := range maxK {
 			in, err := simRun(fit, simulate.Options{}, next, fmt.Sprintf("seed%d-base%d", seed, i+1))
 			if err != nil {
@@ -135,14 +131,14 @@ func measurePower(seeds []uint64, baseRuns, candRuns []int, scenarios []powerSce
 			}
 		}
 		for si, sc := range scenarios {
-			var cands []*k6.Run
+			var cands []figures.Run
 			for j := range maxM {
 				in, err := simRun(fit, sc.opts, next, fmt.Sprintf("seed%d-%d-%d", seed, si, j))
 				if err != nil {
 					return nil, err
 				}
 				next++
-				cands = append(cands, in.Run)
+				cands = append(cands, in)
 			}
 			for ki, env := range envs {
 				for mi, m := range candRuns {
@@ -328,18 +324,18 @@ func TestSimulatedEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	load := func(o simulate.Options, name string) envelope.Input {
+	load := func(o simulate.Options, name string) figures.Run {
 		var buf bytes.Buffer
 		if err := fit.Write(&buf, o); err != nil {
 			t.Fatal(err)
 		}
-		in, err := envelope.ReadRun(name, &buf, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}})
+		in, err := figures.ReadRun(name, &buf, figures.LoadOptions(0, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return in
 	}
-	var base []envelope.Input
+	var base []figures.Run
 	for seed := uint64(1); seed <= 5; seed++ {
 		base = append(base, load(simulate.Options{Seed: seed}, fmt.Sprintf("base-%d.ndjson", seed)))
 	}
@@ -348,7 +344,7 @@ func TestSimulatedEndpointRegression(t *testing.T) {
 		t.Fatal(err)
 	}
 	cand := load(simulate.Options{Seed: 7, LatencyFactor: map[string]float64{"auth_login": 1.6}}, "slow-auth.ndjson")
-	res, err := Compare(env, []*k6.Run{cand.Run}, Options{})
+	res, err := Compare(env, []figures.Run{cand}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Real k6 v2.2.0 runs of the baseline-mix workload (testdata): three
@@ -22,7 +22,7 @@ func TestRealEndpointRegression(t *testing.T) {
 	for _, n := range []string{"baseline-a", "baseline-b", "baseline-c"} {
 		files = append(files, fixtures.Path(t, "k6/baseline-mix-v2.2.0/"+n+".summary.json"))
 	}
-	in, err := envelope.ReadFiles(files, k6.LoadOptions{})
+	in, err := figures.ReadFiles(files, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +30,11 @@ func TestRealEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cand, err := k6.Load(fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz"),
-		k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}})
+	cand, err := figures.ReadFiles([]string{fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz")}, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Compare(env, []*k6.Run{cand}, Options{})
+	res, err := Compare(env, cand, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +57,7 @@ func TestRealEndpointRegression(t *testing.T) {
 	for i := range env.Runs {
 		env.Runs[i].Endpoints = nil
 	}
-	old, err := Compare(env, []*k6.Run{cand}, Options{})
+	old, err := Compare(env, cand, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,18 +78,18 @@ func TestRealEndpointRegression(t *testing.T) {
 // group judged only against its own members: the history's runs 01–10,
 // 11–19 with 21–22 (upload ×1.2; run-20 was a one-off slow run), 23–30
 // (auth ×0.9 too), and the three 6-minute baselines.
-func realCleanGroups(t *testing.T) [][]envelope.Input {
+func realCleanGroups(t *testing.T) [][]figures.Run {
 	t.Helper()
-	opts := k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}}
-	load := func(paths []string) []envelope.Input {
-		in, err := envelope.ReadFiles(paths, opts)
+	opts := figures.LoadOptions(0, "")
+	load := func(paths []string) []figures.Run {
+		in, err := figures.ReadFiles(paths, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return in
 	}
 	groups := append(fixtures.HistoryCleanGroups(t), fixtures.Baselines(t))
-	out := make([][]envelope.Input, len(groups))
+	out := make([][]figures.Run, len(groups))
 	for i, g := range groups {
 		out[i] = load(g)
 	}
@@ -111,19 +110,19 @@ func TestRealLeaveOneOut(t *testing.T) {
 		alarms, n := 0, 0
 		for _, g := range groups {
 			for i := range g {
-				others := append(append([]envelope.Input{}, g[:i]...), g[i+1:]...)
+				others := append(append([]figures.Run{}, g[:i]...), g[i+1:]...)
 				env, err := envelope.Compute(others, envelope.Options{Name: "loo"})
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := v.variant.compare(env, []*k6.Run{g[i].Run})
+				res, err := v.variant.compare(env, g[i:i+1])
 				if err != nil {
 					t.Fatal(err)
 				}
 				n++
 				for _, f := range res.Figures {
 					if f.Verdict == Regression {
-						t.Logf("%s: %s against %d others: %s %+.1f%% [%+.1f, %+.1f] p_holm %.3g", v.name, filepath.Base(g[i].Source.File), len(others), f.Label(), f.ChangePct, f.CILowPct, f.CIHighPct, f.PHolm)
+						t.Logf("%s: %s against %d others: %s %+.1f%% [%+.1f, %+.1f] p_holm %.3g", v.name, filepath.Base(g[i].Source), len(others), f.Label(), f.ChangePct, f.CILowPct, f.CIHighPct, f.PHolm)
 					}
 				}
 				if res.Regressed {
@@ -150,13 +149,13 @@ func TestRealHistoryVariants(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 14 real runs")
 	}
-	opts := k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)", "count"}}
-	load := func(ids ...int) []envelope.Input {
+	opts := figures.LoadOptions(0, "")
+	load := func(ids ...int) []figures.Run {
 		var paths []string
 		for _, i := range ids {
 			paths = append(paths, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
 		}
-		in, err := envelope.ReadFiles(paths, opts)
+		in, err := figures.ReadFiles(paths, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,11 +174,9 @@ func TestRealHistoryVariants(t *testing.T) {
 		{"clean", []int{6, 7, 8}, false},
 		{"after the auth improvement", []int{23, 24, 25}, true},
 	}
-	cands := make([][]*k6.Run, len(cases))
+	cands := make([][]figures.Run, len(cases))
 	for i, tc := range cases {
-		for _, in := range load(tc.runs...) {
-			cands[i] = append(cands[i], in.Run)
-		}
+		cands[i] = load(tc.runs...)
 	}
 	for vi, v := range powerVariants() {
 		for i, tc := range cases {

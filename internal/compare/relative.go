@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -23,46 +23,44 @@ type Change struct {
 type reference struct {
 	keys    []string
 	weights []float64
-	medians []func(*k6.Run) (float64, bool) // each key's median in a candidate run
-	runs    []int                           // baseline runs (indexes into env.Runs) that carry the endpoint and every other
+	runs    []int // baseline runs (indexes into c.base) that carry the endpoint and every other
 }
 
 // referenceFor chooses the other endpoints with a median in every
-// baseline run that carries the endpoint's stat and in every candidate,
-// weighted by their mean request count over the baseline runs: the
-// inverse of a median's sampling variance, for latency distributions of
-// like shape. Without counts, by the envelope's request shares; without
-// those, equally. ok is false when no other endpoint qualifies or fewer
-// than 2 baseline runs remain.
-func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
+// baseline run that carries the endpoint's figure and in every
+// candidate, weighted by their mean request count over the baseline
+// runs: the inverse of a median's sampling variance, for latency
+// distributions of like shape. Without counts, by the envelope's request
+// shares; without those, equally. ok is false when no other endpoint
+// qualifies or fewer than 2 baseline runs remain.
+func (c *comparer) referenceFor(k figures.Key) (reference, string, bool) {
 	var runs []int
-	for i, r := range c.env.Runs {
-		if v, _ := runEndpointStat(r, name, stat); v > 0 {
+	for i := range c.base {
+		if v, ok := c.base[i].Value(k); ok && v.X > 0 {
 			runs = append(runs, i)
 		}
 	}
 	keys := make([]string, 0, len(c.env.Endpoints))
 	for o := range c.env.Endpoints {
-		if o != name {
+		if o != k.Endpoint {
 			keys = append(keys, o)
 		}
 	}
 	sort.Strings(keys)
 	var ref reference
 	for _, o := range keys {
+		om := figures.Key{Endpoint: o, Figure: figures.Median}
 		ok := true
 		for _, i := range runs {
-			m, _ := runEndpointStat(c.env.Runs[i], o, "median")
-			ok = ok && m > 0
+			v, has := c.base[i].Value(om)
+			ok = ok && has && v.X > 0
 		}
-		get := candStat(endpointMetric(c.env.Endpoints[o]), "med")
-		for _, r := range c.runs {
-			_, has := get(r)
-			ok = ok && has
+		for j := range c.cand {
+			v, has := c.cand[j].Value(om)
+			ok = ok && has && v.X > 0
 		}
 		if ok {
 			ref.keys = append(ref.keys, o)
-			ref.medians = append(ref.medians, get)
 		}
 	}
 	if len(ref.keys) == 0 {
@@ -77,7 +75,7 @@ func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 	for j, o := range ref.keys {
 		var n float64
 		for _, i := range runs {
-			cnt := c.env.Runs[i].Endpoints[o].Count
+			cnt := c.base[i].Endpoints[o].Count
 			counts = counts && cnt > 0
 			n += float64(cnt)
 		}
@@ -101,6 +99,20 @@ func (c *comparer) referenceFor(name, stat string) (reference, string, bool) {
 		ref.weights[j] /= sum
 	}
 	return ref, "", true
+}
+
+// against is a run's level of figure k against the reference:
+// y = ln x_k − Σ_o w_o ln median_o, with its own sampling variance
+// v_k + Σ_o w_o² v_o where every one of them is known (NaN otherwise).
+func (ref reference) against(r *figures.Run, k figures.Key) stats.RunValue {
+	own, _ := r.RunValue(k)
+	y, v := math.Log(own.X), own.LogVar
+	for j, o := range ref.keys {
+		m, _ := r.RunValue(figures.Key{Endpoint: o, Figure: figures.Median})
+		y -= ref.weights[j] * math.Log(m.X)
+		v += ref.weights[j] * ref.weights[j] * m.LogVar
+	}
+	return stats.RunValue{X: math.Exp(y), LogVar: v}
 }
 
 // String names the reference, heaviest first: "the run's other
@@ -138,48 +150,33 @@ func (ref reference) String() string {
 // moves only when the other endpoints do. A change that moves the whole
 // service is the business of the headline figures and of the endpoints'
 // own tails.
-func (c *comparer) againstOthers(f *Figure, name, stat string, cv []float64) bool {
-	ref, why, ok := c.referenceFor(name, stat)
+func (c *comparer) againstOthers(f *Figure, k figures.Key, own []stats.RunValue) bool {
+	ref, why, ok := c.referenceFor(k)
 	if !ok {
 		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+why)
 		return false
 	}
-	var base []stats.RunValue
-	for _, i := range ref.runs {
-		r := c.env.Runs[i]
-		v, _ := runEndpointStat(r, name, stat)
-		y := math.Log(v)
-		for j, o := range ref.keys {
-			y -= ref.weights[j] * math.Log(r.Endpoints[o].Median)
-		}
-		// The envelope keeps no interval of a run's endpoint median: the
-		// run varies as the baseline runs did.
-		base = append(base, stats.RunValue{X: math.Exp(y), LogVar: math.NaN()})
+	base := make([]stats.RunValue, len(ref.runs))
+	for j, i := range ref.runs {
+		base[j] = ref.against(&c.base[i], k)
 	}
-	own := c.candValues(cv, name, stat)
-	cand := make([]stats.RunValue, len(c.runs))
-	for j, r := range c.runs {
-		y, v := math.Log(own[j].X), own[j].LogVar
-		for k, o := range ref.keys {
-			m, _ := ref.medians[k](r)
-			y -= ref.weights[k] * math.Log(m)
-			v += ref.weights[k] * ref.weights[k] * c.sampleLogVar(j, o, 0.5)
-		}
-		cand[j] = stats.RunValue{X: math.Exp(y), LogVar: v}
+	cand := make([]stats.RunValue, len(c.cand))
+	for j := range c.cand {
+		cand[j] = ref.against(&c.cand[j], k)
 	}
 	rel, err := c.levelCI(base, cand)
 	if err != nil {
 		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+err.Error())
 		return false
 	}
-	absBase := c.endpointRunValues(name, stat)
+	absBase := c.baseValues(k)
 	abs, err := c.levelCI(absBase, own)
 	if err != nil {
 		f.Note = joinNote(f.Note, "judged on its own, not against the run's other endpoints: "+err.Error())
 		return false
 	}
 	f.Method = ""
-	c.judge(f, rel, "lower", c.tol.LatencyRise)
+	c.judge(f, rel, f.Better, c.tol.LatencyRise)
 	f.Method += ", the endpoint's level against " + ref.String() + " run by run"
 	f.Baseline, f.Candidate = geoMeanOf(absBase), geoMeanOf(own)
 	f.Against = ref.String()

@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
 
 // relRuns draws n runs of the demo envelope's model from seed on, each
 // with the run-level variance v and the latency factors lat.
-func relRuns(t *testing.T, v simulate.Variance, lat map[string]float64, seed uint64, n int) []envelope.Input {
+func relRuns(t *testing.T, v simulate.Variance, lat map[string]float64, seed uint64, n int) []figures.Run {
 	t.Helper()
 	model, err := demo.Envelope()
 	if err != nil {
@@ -25,33 +26,23 @@ func relRuns(t *testing.T, v simulate.Variance, lat map[string]float64, seed uin
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]envelope.Input, n)
+	out := make([]figures.Run, n)
 	for i := range out {
 		name := fmt.Sprintf("run-%d", seed+uint64(i))
-		r, err := fit.Run(simulate.Options{Seed: seed + uint64(i), Variance: v, LatencyFactor: lat}, name)
-		if err != nil {
+		if out[i], err = fit.Run(simulate.Options{Seed: seed + uint64(i), Variance: v, LatencyFactor: lat}, name); err != nil {
 			t.Fatal(err)
 		}
-		out[i] = envelope.Input{Run: r, Source: envelope.Source{File: name, Format: string(k6.FormatNDJSON)}}
 	}
 	return out
 }
 
-func relEnvelope(t *testing.T, base []envelope.Input) *envelope.Envelope {
+func relEnvelope(t *testing.T, base []figures.Run) *envelope.Envelope {
 	t.Helper()
 	env, err := envelope.Compute(base, envelope.Options{Name: "relative"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return env
-}
-
-func runsOf(in []envelope.Input) []*k6.Run {
-	out := make([]*k6.Run, len(in))
-	for i := range in {
-		out[i] = in[i].Run
-	}
-	return out
 }
 
 // A level every endpoint of a run shares (here σ = 15% a run, four
@@ -62,7 +53,7 @@ func runsOf(in []envelope.Input) []*k6.Run {
 func TestAgainstOtherEndpoints(t *testing.T) {
 	shared := simulate.Variance{Latency: 0.15}
 	env := relEnvelope(t, relRuns(t, shared, nil, 10, 5))
-	cands := runsOf(relRuns(t, shared, map[string]float64{"auth_login": 1.2}, 20, 3))
+	cands := (relRuns(t, shared, map[string]float64{"auth_login": 1.2}, 20, 3))
 	alone, err := variant{reference: refAlone}.compare(env, cands)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +127,7 @@ func TestAgainstOtherEndpoints(t *testing.T) {
 // have risen beyond half the tolerance, it is not, and the note says why.
 func TestAgainstOthersNeedsOwnRise(t *testing.T) {
 	env := relEnvelope(t, relRuns(t, simulate.Variance{}, nil, 30, 5))
-	cands := runsOf(relRuns(t, simulate.Variance{}, map[string]float64{"*": 0.8, "auth_login": 1}, 40, 3))
+	cands := (relRuns(t, simulate.Variance{}, map[string]float64{"*": 0.8, "auth_login": 1}, 40, 3))
 	for _, tc := range []struct {
 		mode    referenceMode
 		regress bool
@@ -163,7 +154,7 @@ func TestAgainstOthersNeedsOwnRise(t *testing.T) {
 // out of the reference.
 func TestAgainstOthersFallback(t *testing.T) {
 	base := relRuns(t, simulate.RealVariance(), nil, 50, 5)
-	cands := runsOf(relRuns(t, simulate.RealVariance(), nil, 60, 2))
+	cands := (relRuns(t, simulate.RealVariance(), nil, 60, 2))
 	judge := variant{reference: refOthersHalf}
 
 	only := relEnvelope(t, base)
@@ -173,27 +164,20 @@ func TestAgainstOthersFallback(t *testing.T) {
 		}
 	}
 	for i := range only.Runs {
-		only.Runs[i].Endpoints = map[string]envelope.RunEndpoint{"auth_login": only.Runs[i].Endpoints["auth_login"]}
+		only.Runs[i].Endpoints = map[string]figures.Latency{"auth_login": only.Runs[i].Endpoints["auth_login"]}
 	}
 	bands := relEnvelope(t, base)
 	for i := range bands.Runs {
 		bands.Runs[i].Endpoints = nil
 	}
-	lacking := append([]*k6.Run(nil), cands...)
-	thin := *lacking[1]
-	thin.Metrics = map[string]*k6.Metric{}
-	for k, m := range lacking[1].Metrics {
-		if k != "actor_get" {
-			thin.Metrics[k] = m
-		}
-	}
-	thin.Points = nil
-	lacking[1] = &thin
+	lacking := append([]figures.Run(nil), cands...)
+	lacking[1].Endpoints = maps.Clone(lacking[1].Endpoints)
+	delete(lacking[1].Endpoints, "actor_get")
 
 	for _, tc := range []struct {
 		name    string
 		env     *envelope.Envelope
-		runs    []*k6.Run
+		runs    []figures.Run
 		against string // prefix; "" judged alone
 		note    string
 	}{

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -40,19 +40,14 @@ type Scaling struct {
 
 // PointFromRun reads a run's level (peak VUs) and throughput. level > 0
 // overrides the level (e.g. an arrival rate).
-func PointFromRun(r *k6.Run, level float64) (ScalingPoint, error) {
-	p := ScalingPoint{Source: r.Source, Level: level}
+func PointFromRun(r figures.Run, level float64) (ScalingPoint, error) {
+	p := ScalingPoint{Source: r.Source, Level: level, Throughput: r.RPS}
 	if p.Level <= 0 {
-		p.Level = float64(runVUs(r))
+		p.Level = float64(r.Workload.VUs)
 	}
 	if p.Level <= 0 {
 		return p, fmt.Errorf("%s: no vus_max or vus metric tells the run's concurrency; give the levels with --levels", r.Source)
 	}
-	x, ok := candRPS(r)
-	if !ok {
-		return p, fmt.Errorf("%s: no http_reqs rate: throughput unknown", r.Source)
-	}
-	p.Throughput = x
 	return p, nil
 }
 

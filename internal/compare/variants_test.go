@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -162,8 +162,8 @@ func (v variant) judgeConfig() judgeConfig {
 
 	// Families other than one endpoint's take Holm's method under every
 	// procedure.
-	within := func(adjust func(names []string, ps []float64) []float64) func(string, []string, []float64) []float64 {
-		return func(family string, names []string, ps []float64) []float64 {
+	within := func(adjust func(names []figures.Name, ps []float64) []float64) func(string, []figures.Name, []float64) []float64 {
+		return func(family string, names []figures.Name, ps []float64) []float64 {
 			if !isEndpointFamily(family) {
 				return stats.Holm(ps)
 			}
@@ -173,14 +173,14 @@ func (v variant) judgeConfig() judgeConfig {
 	switch v.procedure {
 	case procWeighted:
 		if v.medianWeight != 0 {
-			jc.adjust = within(func(names []string, ps []float64) []float64 {
+			jc.adjust = within(func(names []figures.Name, ps []float64) []float64 {
 				return stats.WeightedHolm(ps, endpointWeights(names, v.medianWeight))
 			})
 		}
 	case procHolm:
-		jc.adjust = within(func(_ []string, ps []float64) []float64 { return stats.Holm(ps) })
+		jc.adjust = within(func(_ []figures.Name, ps []float64) []float64 { return stats.Holm(ps) })
 	case procSequence:
-		jc.adjust = within(func(_ []string, ps []float64) []float64 { return stats.FixedSequence(ps) })
+		jc.adjust = within(func(_ []figures.Name, ps []float64) []float64 { return stats.FixedSequence(ps) })
 	}
 
 	if v.satterthwaite {
@@ -189,10 +189,10 @@ func (v variant) judgeConfig() judgeConfig {
 
 	switch v.reference {
 	case refAlone:
-		jc.against = func(string) bool { return false }
+		jc.against = func(figures.Name) bool { return false }
 	case refOthersHalf, refOthers, refOthersSlower:
 		if v.relativeTails {
-			jc.against = func(string) bool { return true }
+			jc.against = func(figures.Name) bool { return true }
 		}
 	}
 	switch v.reference {
@@ -208,6 +208,6 @@ func (v variant) judgeConfig() judgeConfig {
 
 // compare judges runs against env with the variant (Compare's options
 // at their defaults).
-func (v variant) compare(env *envelope.Envelope, runs []*k6.Run) (*Result, error) {
+func (v variant) compare(env *envelope.Envelope, runs []figures.Run) (*Result, error) {
 	return compare(env, runs, Options{}, v.judgeConfig())
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
@@ -69,7 +70,7 @@ func testEnvelope() *envelope.Envelope {
 			MemoryUtilisation:    envelope.Band{Max: 0.5},
 			CPUSecondsPerRequest: envelope.Band{Max: 0.002},
 		},
-		Tolerance: envelope.DefaultTolerance(),
+		Tolerance: figures.DefaultTolerance(),
 	}
 }
 

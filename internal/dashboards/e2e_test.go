@@ -18,6 +18,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/promproc"
 	"github.com/envelope-dev/envelope/internal/promtest"
@@ -30,7 +31,7 @@ import (
 // gauge to read.
 func e2eEnvelope() *envelope.Envelope {
 	band := func(lo, hi float64) envelope.Band { return envelope.Band{Min: lo, Max: hi, N: 3} }
-	tol := envelope.DefaultTolerance()
+	tol := figures.DefaultTolerance()
 	tol.MaxCV = 0.05
 	return &envelope.Envelope{
 		APIVersion: envelope.APIVersion, Kind: envelope.Kind, Name: "e2e",

@@ -15,6 +15,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // UIDHistory is the Run history dashboard's uid.
@@ -185,36 +186,22 @@ func envelopeBands(env *envelope.Envelope) string {
 		return ""
 	}
 	var rows []string
-	add := func(ep, fig string, lo, hi float64, n int) {
-		if n > 0 {
-			rows = append(rows, fmt.Sprintf("('%s', '%s', %s, %s)", strings.ReplaceAll(ep, "'", "''"), fig,
-				strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64)))
-		}
+	add := func(k figures.Key, lo, hi float64) {
+		rows = append(rows, fmt.Sprintf("('%s', '%s', %s, %s)", strings.ReplaceAll(k.Endpoint, "'", "''"), k.Figure,
+			strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64)))
 	}
-	spreads := []struct {
-		fig string
-		s   envelope.Spread
-	}{{"rps", env.Throughput}, {"iterations_per_s", env.Iterations}, {"requests_per_iteration", env.RequestsPerIteration}}
-	for _, s := range spreads {
-		add("", s.fig, s.s.Min, s.s.Max, s.s.N)
-	}
-	latency := func(ep string, l envelope.Latency) {
-		for _, b := range []struct {
-			fig string
-			b   envelope.Band
-		}{{"avg", l.Avg}, {"median", l.Median}, {"p95", l.P95}, {"p99", l.P99}, {"max", l.Max}} {
-			add(ep, b.fig, b.b.Min, b.b.Max, b.b.N)
-		}
-	}
-	latency("", env.Latency)
 	names := make([]string, 0, len(env.Endpoints))
 	for n := range env.Endpoints {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	for _, n := range names {
-		e := env.Endpoints[n]
-		latency(n, envelope.Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max})
+	for _, ep := range append([]string{""}, names...) {
+		for _, n := range figures.Names() {
+			k := figures.Key{Endpoint: ep, Figure: n}
+			if lo, hi, ok := env.Range(k); ok {
+				add(k, lo, hi)
+			}
+		}
 	}
 	return strings.Join(rows, ",\n  ")
 }

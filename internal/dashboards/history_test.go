@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/demo"
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/pgtest"
 	"github.com/envelope-dev/envelope/internal/runstore"
@@ -45,14 +45,14 @@ func TestHistoryQueriesReturnRows(t *testing.T) {
 	}
 	defer s.Close() //nolint:errcheck // test
 	files := append(fixtures.Glob(t, "k6/history-v2.2.0/run-0[1-4].summary.json"), fixtures.Path(t, "k6/history-v2.2.0/run-05.ndjson.gz"))
-	in, err := envelope.ReadFiles(files, envelope.LoadOptions(0, ""))
+	in, err := figures.ReadFiles(files, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var recs []runstore.Record
 	for i, r := range in {
-		rec, err := runstore.FromInput(r, runstore.Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), Branch: "main",
-			CommitTime: time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)}, "")
+		rec, err := runstore.FromRun(r, runstore.Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), Branch: "main",
+			CommitTime: time.Date(2026, 1, 1+i, 0, 0, 0, 0, time.UTC)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 
 	module "github.com/envelope-dev/envelope"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 //go:embed runs/*.json k6-options.json envelope.yaml
@@ -39,19 +39,19 @@ const HistoryTest = "history-shared"
 // HistoryInputs loads the 30 history runs in commit order, read as
 // baseline reads runs; commits[i] is run i's commit (cNN: summaries carry
 // no tags).
-func HistoryInputs() (in []envelope.Input, commits []string, err error) {
+func HistoryInputs() (runs []figures.Run, commits []string, err error) {
 	names, err := fs.Glob(module.Samples(), historyDir+"/run-*.summary.json")
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err = envelope.ReadFS(module.Samples(), names, "", envelope.LoadOptions(0, ""))
+	runs, err = figures.ReadFS(module.Samples(), names, "", figures.LoadOptions(0, ""))
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, n := range names {
 		commits = append(commits, "c"+strings.TrimSuffix(strings.TrimPrefix(path.Base(n), "run-"), ".summary.json"))
 	}
-	return in, commits, nil
+	return runs, commits, nil
 }
 
 // FS is the embedded data: runs/run-N.json, k6-options.json, and
@@ -71,9 +71,9 @@ const Dir = "internal/demo"
 // Name is the demo envelope's name.
 const Name = "ecs-native-50vu-baseline-mix"
 
-// Inputs loads the embedded runs.
-func Inputs() ([]envelope.Input, error) {
-	return envelope.ReadFS(files, RunFiles(), Dir, k6.LoadOptions{})
+// Inputs loads the embedded runs' figures.
+func Inputs() ([]figures.Run, error) {
+	return figures.ReadFS(files, RunFiles(), Dir, figures.LoadOptions(0, ""))
 }
 
 // Envelope computes the envelope of the embedded runs, as
@@ -105,7 +105,7 @@ const SecondName = "k6-baseline-mix-v2"
 // It judges only runs tagged envelope="k6-baseline-mix-v2", as
 // `envelope baseline --name k6-baseline-mix-v2 --match 'envelope="k6-baseline-mix-v2"'` writes.
 func SecondEnvelope() (*envelope.Envelope, error) {
-	in, err := envelope.ReadFS(module.Samples(), []string{secondDir + "/baseline-a.summary.json", secondDir + "/baseline-b.summary.json"}, "", k6.LoadOptions{})
+	in, err := figures.ReadFS(module.Samples(), []string{secondDir + "/baseline-a.summary.json", secondDir + "/baseline-b.summary.json"}, "", figures.LoadOptions(0, ""))
 	if err != nil {
 		return nil, err
 	}

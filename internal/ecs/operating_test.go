@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // fargateSnapshot returns the Fargate fixture as a snapshot at t with the
@@ -183,8 +184,8 @@ func TestReadSnapshotsErrors(t *testing.T) {
 func TestRunsFromEnvelope(t *testing.T) {
 	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	env := &envelope.Envelope{
-		Provenance: envelope.Provenance{Sources: []envelope.Source{{File: "a.json", Start: at, End: at.Add(time.Minute)}}},
-		Runs:       []envelope.RunFigures{{Source: "a.json", Requests: 42}},
+		Provenance: envelope.Provenance{Sources: []figures.Source{{File: "a.json", Start: at, End: at.Add(time.Minute)}}},
+		Runs:       []envelope.Run{{Run: figures.Run{Source: "a.json", Requests: 42}}},
 	}
 	runs, err := RunsFromEnvelope(env)
 	if err != nil || len(runs) != 1 || runs[0].Requests != 42 || !runs[0].End.Equal(at.Add(time.Minute)) {
@@ -195,7 +196,7 @@ func TestRunsFromEnvelope(t *testing.T) {
 		t.Fatalf("missing end: err = %v", err)
 	}
 	// A summary-export envelope: the error says what to give instead.
-	env.Provenance.Sources[0] = envelope.Source{File: "a.json", Format: "summary-export"}
+	env.Provenance.Sources[0] = figures.Source{File: "a.json", Format: "summary-export"}
 	_, err = RunsFromEnvelope(env)
 	for _, want := range []string{"format summary-export", "--out json or csv", "envelope baseline --topology"} {
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // BenchmarkCompute derives the envelope of five loaded summary runs.
@@ -32,7 +32,7 @@ func BenchmarkReadAndCompute(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		in, err := ReadFiles(files, k6.LoadOptions{})
+		in, err := figures.ReadFiles(files, figures.LoadOptions(0, ""))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,13 +4,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 func TestBucketEdges(t *testing.T) {
 	env := &Envelope{
 		Latency:   Latency{Median: Band{Min: 5, Max: 6.5, N: 3}, P95: Band{Min: 357.7, Max: 405.3, N: 3}, P99: Band{Min: 900, Max: 937.2, N: 3}},
-		Tolerance: Tolerance{LatencyRise: 0.1},
+		Tolerance: figures.Tolerance{LatencyRise: 0.1},
 		Endpoints: map[string]Endpoint{
 			"actor":  {Metric: "actor_get", P95: Band{Min: 12, Max: 15, N: 3}},
 			"login":  {Tag: "name", Value: "login", P95: Band{Min: 100, Max: 120, N: 3}},

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // APIVersion and Kind identify an envelope file.
@@ -29,8 +31,8 @@ type Envelope struct {
 	// k6 test. Every generated rule selects with it.
 	Match string `json:"match,omitempty" yaml:"match,omitempty"`
 
-	Provenance Provenance   `json:"provenance" yaml:"provenance"`
-	Runs       []RunFigures `json:"runs" yaml:"runs"`
+	Provenance Provenance `json:"provenance" yaml:"provenance"`
+	Runs       []Run      `json:"runs" yaml:"runs"`
 
 	Throughput           Spread              `json:"throughput" yaml:"throughput"` // http_reqs rate, req/s
 	Iterations           Spread              `json:"iterations" yaml:"iterations"` // iterations rate, iter/s
@@ -41,7 +43,7 @@ type Envelope struct {
 	Saturation           Saturation          `json:"saturation" yaml:"saturation"`
 	ECS                  *ECS                `json:"ecs,omitempty" yaml:"ecs,omitempty"`
 	Topology             *Topology           `json:"topology,omitempty" yaml:"topology,omitempty"`
-	Tolerance            Tolerance           `json:"tolerance" yaml:"tolerance"`
+	Tolerance            figures.Tolerance   `json:"tolerance" yaml:"tolerance"`
 	Warnings             []string            `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 }
 
@@ -53,22 +55,11 @@ type Provenance struct {
 	// had its name call it generated_at, which is still read.
 	RunsEndedAt time.Time `json:"runs_ended_at,omitzero" yaml:"runs_ended_at,omitempty"`
 	// OldGeneratedAt reads the former name of RunsEndedAt; never written.
-	OldGeneratedAt time.Time `json:"generated_at,omitzero" yaml:"generated_at,omitempty"`
-	Sources        []Source  `json:"sources" yaml:"sources"`
-	Workload       Workload  `json:"workload" yaml:"workload"`
-	SkipWarmup     string    `json:"skip_warmup,omitempty" yaml:"skip_warmup,omitempty"` // Go duration
-	GroupBy        string    `json:"group_by,omitempty" yaml:"group_by,omitempty"`
-}
-
-// Source is one run file.
-type Source struct {
-	File      string    `json:"file" yaml:"file"`
-	SHA256    string    `json:"sha256" yaml:"sha256"`
-	Format    string    `json:"format" yaml:"format"`
-	K6Version string    `json:"k6_version,omitempty" yaml:"k6_version,omitempty"`
-	Start     time.Time `json:"start,omitzero" yaml:"start,omitempty"`
-	End       time.Time `json:"end,omitzero" yaml:"end,omitempty"`
-	TestID    string    `json:"testid,omitempty" yaml:"testid,omitempty"`
+	OldGeneratedAt time.Time        `json:"generated_at,omitzero" yaml:"generated_at,omitempty"`
+	Sources        []figures.Source `json:"sources" yaml:"sources"`
+	Workload       Workload         `json:"workload" yaml:"workload"`
+	SkipWarmup     string           `json:"skip_warmup,omitempty" yaml:"skip_warmup,omitempty"` // Go duration
+	GroupBy        string           `json:"group_by,omitempty" yaml:"group_by,omitempty"`
 }
 
 // Workload describes the load shape, where the files or a k6 inspect
@@ -80,30 +71,20 @@ type Workload struct {
 	Duration  string   `json:"duration,omitempty" yaml:"duration,omitempty"` // Go duration of one run
 }
 
-// RunFigures are one run's headline figures.
-type RunFigures struct {
-	Source          string  `json:"source" yaml:"source"`
-	DurationSeconds float64 `json:"duration_s" yaml:"duration_s"`
-	Requests        int64   `json:"requests" yaml:"requests"`
-	Iterations      int64   `json:"iterations" yaml:"iterations"`
-	RPS             float64 `json:"rps" yaml:"rps"`
-	IterationsPerS  float64 `json:"iterations_per_s" yaml:"iterations_per_s"`
-	RequestsPerIter float64 `json:"requests_per_iteration" yaml:"requests_per_iteration"`
-	Failed          int64   `json:"failed" yaml:"failed"`
-	Avg             float64 `json:"avg" yaml:"avg"`
-	Median          float64 `json:"median" yaml:"median"`
-	P95             float64 `json:"p95" yaml:"p95"`
-	P99             float64 `json:"p99" yaml:"p99"`
-	Max             float64 `json:"max" yaml:"max"`
-	MaxOutlier      bool    `json:"max_outlier" yaml:"max_outlier"` // max above the p99 band
-	// P95CI and P99CI are the order-statistic intervals of this run's
-	// http_req_duration p95 and p99 at tolerance.confidence: how far
-	// sampling alone moves them. Only point files give them.
-	P95CI *Interval `json:"p95_ci,omitempty" yaml:"p95_ci,omitempty"`
-	P99CI *Interval `json:"p99_ci,omitempty" yaml:"p99_ci,omitempty"`
-	// Endpoints holds this run's value of each endpoint statistic, keyed
-	// as the envelope's endpoints; absent for endpoints the run lacks.
-	Endpoints map[string]RunEndpoint `json:"endpoints,omitempty" yaml:"endpoints,omitempty"`
+// Run is one baseline run's figures as the envelope keeps them.
+type Run struct {
+	figures.Run `yaml:",inline"`
+	// MaxOutlier is true when the run's max lies above the p99 band.
+	MaxOutlier bool `json:"max_outlier" yaml:"max_outlier"`
+}
+
+// RunFigures are the envelope's baseline runs' figures, in run order.
+func (env *Envelope) RunFigures() []figures.Run {
+	out := make([]figures.Run, len(env.Runs))
+	for i, r := range env.Runs {
+		out[i] = r.Run
+	}
+	return out
 }
 
 // Spread summarizes one value per run: mean, min, max, sample standard
@@ -237,41 +218,68 @@ func (t *Topology) Phrase() string {
 	return strings.Join(parts, ", ")
 }
 
+// Band is the band of a latency figure; the zero Band for another.
+func (l Latency) Band(n figures.Name) Band {
+	switch n {
+	case figures.Avg:
+		return l.Avg
+	case figures.Median:
+		return l.Median
+	case figures.P95:
+		return l.P95
+	case figures.P99:
+		return l.P99
+	case figures.Max:
+		return l.Max
+	}
+	return Band{}
+}
+
+// Spread is the spread of a headline figure across the runs; the zero
+// Spread for another.
+func (env *Envelope) Spread(n figures.Name) Spread {
+	switch n {
+	case figures.RPS:
+		return env.Throughput
+	case figures.IterationsPerS:
+		return env.Iterations
+	case figures.RequestsPerIter:
+		return env.RequestsPerIteration
+	}
+	return Spread{}
+}
+
+// Range is the envelope's range of figure k across its runs: a headline
+// figure's spread or a latency figure's band (min and max); ok is false
+// when it keeps none (the error rate, an endpoint it lacks).
+func (env *Envelope) Range(k figures.Key) (lo, hi float64, ok bool) {
+	if !k.Figure.Def().Latency {
+		if s := env.Spread(k.Figure); k.Endpoint == "" && s.N > 0 {
+			return s.Min, s.Max, true
+		}
+		return 0, 0, false
+	}
+	l := env.Latency
+	if k.Endpoint != "" {
+		e, has := env.Endpoints[k.Endpoint]
+		if !has {
+			return 0, 0, false
+		}
+		l = Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max}
+	}
+	b := l.Band(k.Figure)
+	return b.Min, b.Max, b.N > 0
+}
+
+// Band is the band of one of the endpoint's latency figures.
+func (e Endpoint) Band(n figures.Name) Band {
+	return Latency{Avg: e.Avg, Median: e.Median, P95: e.P95, P99: e.P99, Max: e.Max}.Band(n)
+}
+
 // DisplayName is the endpoint's label, or key when it has none.
 func (e Endpoint) DisplayName(key string) string {
 	if e.Label != "" {
 		return e.Label
 	}
 	return key
-}
-
-// Tolerance is the policy the rules and comparisons apply on top of the
-// envelope's own spread.
-type Tolerance struct {
-	// Relative throughput drop below the band's min allowed before alerting.
-	ThroughputDrop float64 `json:"throughput_drop" yaml:"throughput_drop"`
-	// Relative latency rise above a band's max allowed before alerting.
-	LatencyRise float64 `json:"latency_rise" yaml:"latency_rise"`
-	// Error ratio allowed; 0 means any failed request alerts.
-	ErrorRatio float64 `json:"error_ratio" yaml:"error_ratio"`
-	// Upper bound on the throughput CV over the alert window.
-	MaxCV float64 `json:"max_cv,omitempty" yaml:"max_cv,omitempty"`
-	// Rate window of the alert expressions (Go/Prometheus duration).
-	Window string `json:"window" yaml:"window"`
-	// Target false-alarm probability per evaluation for the calibrated bounds.
-	FalseAlarm float64 `json:"false_alarm" yaml:"false_alarm"`
-	// Confidence for comparisons.
-	Confidence float64 `json:"confidence" yaml:"confidence"`
-}
-
-// DefaultTolerance is the policy written when none is given.
-func DefaultTolerance() Tolerance {
-	return Tolerance{
-		ThroughputDrop: 0.05,
-		LatencyRise:    0.10,
-		ErrorRatio:     0,
-		Window:         "5m",
-		FalseAlarm:     0.001,
-		Confidence:     0.95,
-	}
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // Format is an envelope file encoding.
@@ -321,7 +323,7 @@ func (v *validator) errors(e Errors) {
 	}
 }
 
-func (v *validator) tolerance(t Tolerance) {
+func (v *validator) tolerance(t figures.Tolerance) {
 	ratio := func(field string, x float64) {
 		if math.IsNaN(x) || x < 0 || x > 1 {
 			v.add("tolerance."+field, "is %v, want a ratio in [0,1]", x)

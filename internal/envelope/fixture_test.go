@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // Real k6 v2.2.0 summary exports of the baseline-mix workload (see
@@ -40,7 +40,7 @@ func TestRealFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, err := ReadFiles(tt.files, k6.LoadOptions{})
+			in, err := figures.ReadFiles(tt.files, figures.LoadOptions(0, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,11 +75,11 @@ func TestRealFixtures(t *testing.T) {
 // otherwise refuse the baseline's own runs) and say why; an options file
 // that agrees with the runs is taken as is.
 func TestOptionsDurationAgainstRuns(t *testing.T) {
-	in, err := ReadFiles([]string{
+	in, err := figures.ReadFiles([]string{
 		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-a.summary.json"),
 		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-b.summary.json"),
 		fixtures.Path(t, "k6/baseline-mix-v2.2.0/baseline-c.summary.json"),
-	}, k6.LoadOptions{})
+	}, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // ParseMatch parses an envelope's match: PromQL label matchers without
@@ -68,7 +70,7 @@ func (env *Envelope) Selector() string {
 // alerts that stay silent for runs like these. It names the test-wide
 // tags the runs do carry, the ones a match usually selects on. Runs read
 // from summary files carry no tags and are not checked.
-func checkMatchRuns(match string, in []Input, w *warnings) {
+func checkMatchRuns(match string, runs []figures.Run, w *warnings) {
 	ms, err := ParseMatch(match)
 	if err != nil || len(ms) == 0 {
 		return
@@ -76,28 +78,23 @@ func checkMatchRuns(match string, in []Input, w *warnings) {
 	checked, selected := 0, 0
 	var missed []string
 	tags := map[string][]string{}
-	for _, r := range in {
-		if len(r.Run.Points) == 0 {
+	for _, r := range runs {
+		if r.Tags == nil {
 			continue
 		}
 		checked++
-		hit := false
-		for _, p := range r.Run.Points {
-			if p.Metric == "vus" {
-				for k, v := range p.Tags {
-					if !slices.Contains(tags[k], v) && len(tags[k]) < 4 {
-						tags[k] = append(tags[k], v)
-					}
-				}
+		for k, vs := range r.Tags {
+			if len(vs) != 1 {
+				continue // a tag of the requests, not of the test
 			}
-			if !hit && pointMatches(ms, p.Tags) {
-				hit = true
+			if !slices.Contains(tags[k], vs[0]) && len(tags[k]) < 4 {
+				tags[k] = append(tags[k], vs[0])
 			}
 		}
-		if hit {
+		if tagsMatch(ms, r.Tags) {
 			selected++
 		} else {
-			missed = append(missed, r.Source.File)
+			missed = append(missed, r.Source)
 		}
 	}
 	if checked == 0 || selected == checked {
@@ -118,11 +115,16 @@ func checkMatchRuns(match string, in []Input, w *warnings) {
 	w.add("--match %s selects %d of the %d runs (not %s), which carry %s", match, selected, checked, strings.Join(missed, ", "), carry)
 }
 
-// pointMatches reports whether a sample with these tags satisfies every
-// matcher, a missing tag reading as "" as in PromQL.
-func pointMatches(ms []*labels.Matcher, tags map[string]string) bool {
+// tagsMatch reports whether every matcher is satisfied by a value its
+// tag takes on the run's samples, a tag the samples lack reading as ""
+// as in PromQL.
+func tagsMatch(ms []*labels.Matcher, tags map[string][]string) bool {
 	for _, m := range ms {
-		if !m.Matches(tags[m.Name]) {
+		vs := tags[m.Name]
+		if len(vs) == 0 {
+			vs = []string{""}
+		}
+		if !slices.ContainsFunc(vs, m.Matches) {
 			return false
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 func TestParseMatch(t *testing.T) {
@@ -67,17 +67,13 @@ func TestMatchInFile(t *testing.T) {
 // said, with the test-wide tags the runs carry; one that selects every
 // run, and runs without points (summaries), say nothing.
 func TestCheckMatchRuns(t *testing.T) {
-	run := func(file, testid string) Input {
-		tags := map[string]string{"testid": testid}
-		return Input{Source: Source{File: file}, Run: &k6.Run{Points: []k6.Point{
-			{Metric: "vus", Value: 50, Tags: tags},
-			{Metric: "http_reqs", Value: 1, Tags: map[string]string{"testid": testid, "name": "home"}},
-		}}}
+	run := func(file, testid string) figures.Run {
+		return figures.Run{Source: file, Tags: map[string][]string{"testid": {testid}, "name": {"home", "login"}}}
 	}
-	in := []Input{run("run-1.ndjson", "run-1"), run("run-2.ndjson", "run-2")}
+	in := []figures.Run{run("run-1.ndjson", "run-1"), run("run-2.ndjson", "run-2")}
 	tests := []struct {
 		match string
-		in    []Input
+		in    []figures.Run
 		want  []string // substrings of the one warning; nil for none
 	}{
 		{`envelope="my-baseline"`, in, []string{`--match envelope="my-baseline" selects none of the 2 runs`, "testid (run-1, run-2)", "--tag"}},
@@ -86,7 +82,7 @@ func TestCheckMatchRuns(t *testing.T) {
 		{`testid=~"run-.*"`, in, nil},
 		{`name="home"`, in, nil},
 		{"", in, nil},
-		{`envelope="x"`, []Input{{Source: Source{File: "a.json"}, Run: &k6.Run{}}}, nil},
+		{`envelope="x"`, []figures.Run{{Source: "a.json"}}, nil},
 	}
 	for _, tt := range tests {
 		var w warnings

@@ -7,6 +7,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
@@ -25,13 +26,13 @@ func TestRunEndpointValuesFromSummaries(t *testing.T) {
 		for _, st := range []struct {
 			stat string
 			band envelope.Band
-			get  func(envelope.RunEndpoint) float64
+			get  func(figures.Latency) float64
 		}{
-			{"avg", ep.Avg, func(r envelope.RunEndpoint) float64 { return r.Avg }},
-			{"median", ep.Median, func(r envelope.RunEndpoint) float64 { return r.Median }},
-			{"p95", ep.P95, func(r envelope.RunEndpoint) float64 { return r.P95 }},
-			{"p99", ep.P99, func(r envelope.RunEndpoint) float64 { return r.P99 }},
-			{"max", ep.Max, func(r envelope.RunEndpoint) float64 { return r.Max }},
+			{"avg", ep.Avg, func(r figures.Latency) float64 { return r.Avg }},
+			{"median", ep.Median, func(r figures.Latency) float64 { return r.Median }},
+			{"p95", ep.P95, func(r figures.Latency) float64 { return r.P95 }},
+			{"p99", ep.P99, func(r figures.Latency) float64 { return r.P99 }},
+			{"max", ep.Max, func(r figures.Latency) float64 { return r.Max }},
 		} {
 			var vals []float64
 			for _, r := range env.Runs {
@@ -42,7 +43,7 @@ func TestRunEndpointValuesFromSummaries(t *testing.T) {
 				if re.Count <= 0 {
 					t.Errorf("%s: run %s count %d", name, r.Source, re.Count)
 				}
-				if re.P95CI != nil {
+				if re.P95CI != nil || re.MedianCI != nil {
 					t.Errorf("%s: summary run %s has a sampling interval", name, r.Source)
 				}
 				vals = append(vals, st.get(re))
@@ -59,8 +60,8 @@ func TestRunEndpointValuesFromSummaries(t *testing.T) {
 }
 
 // Point files: the run values equal the loader's statistics, and each
-// run's p95 and p99 (aggregate and per endpoint) carry an order-statistic
-// interval that holds the value.
+// run's median, p95 and p99 (aggregate and per endpoint) carry an
+// order-statistic interval that holds the value.
 func TestRunValuesFromPoints(t *testing.T) {
 	base, err := demo.Envelope()
 	if err != nil {
@@ -70,24 +71,30 @@ func TestRunValuesFromPoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var in []envelope.Input
+	var in []figures.Run
+	var loaded []*k6.Run
 	for seed := range uint64(3) {
 		var buf bytes.Buffer
 		if err := model.Write(&buf, simulate.Options{Seed: seed + 1}); err != nil {
 			t.Fatal(err)
 		}
-		i, err := envelope.ReadRun("sim.ndjson", &buf, k6.LoadOptions{KeepPoints: true, Stats: []string{"avg", "med", "max", "p(95)", "p(99)", "count"}})
+		name := "sim-" + string(rune('a'+seed)) + ".ndjson"
+		opts := figures.LoadOptions(0, "")
+		r, err := k6.LoadReader(name, &buf, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		i.Source.File = "sim-" + string(rune('a'+seed)) + ".ndjson"
-		in = append(in, i)
+		f, err := figures.Read(r, figures.Source{File: name}, figures.OptionsOf(opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, in = append(loaded, r), append(in, f)
 	}
 	env, err := envelope.Compute(in, envelope.Options{Name: "sim"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	within := func(what string, v float64, c *envelope.Interval) {
+	within := func(what string, v float64, c *figures.Interval) {
 		t.Helper()
 		if c == nil {
 			t.Errorf("%s: no sampling interval", what)
@@ -98,19 +105,21 @@ func TestRunValuesFromPoints(t *testing.T) {
 		}
 	}
 	for i, r := range env.Runs {
+		within(r.Source+" median", r.Median, r.MedianCI)
 		within(r.Source+" p95", r.P95, r.P95CI)
 		within(r.Source+" p99", r.P99, r.P99CI)
 		if len(r.Endpoints) != len(env.Endpoints) {
 			t.Fatalf("%s: %d endpoint values, want %d", r.Source, len(r.Endpoints), len(env.Endpoints))
 		}
 		for name, re := range r.Endpoints {
-			m := in[i].Run.Metrics[env.Endpoints[name].Metric]
+			m := loaded[i].Metrics[env.Endpoints[name].Metric]
 			if m == nil {
 				t.Fatalf("%s: no metric for %s", r.Source, name)
 			}
 			if int64(m.Values["count"]) != re.Count || re.P95 == 0 {
 				t.Errorf("%s %s: count %d p95 %v, loader count %v", r.Source, name, re.Count, re.P95, m.Values["count"])
 			}
+			within(r.Source+" "+name+" median", re.Median, re.MedianCI)
 			within(r.Source+" "+name+" p95", re.P95, re.P95CI)
 		}
 	}
@@ -162,9 +171,9 @@ func TestRunValuesValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.Runs[1].Endpoints["nosuch"] = envelope.RunEndpoint{P95: 1}
+	env.Runs[1].Endpoints["nosuch"] = figures.Latency{P95: 1}
 	re := env.Runs[2].Endpoints["auth_login"]
-	re.P95CI = &envelope.Interval{Low: 900, High: 800}
+	re.P95CI = &figures.Interval{Low: 900, High: 800}
 	env.Runs[2].Endpoints["auth_login"] = re
 	b, err := envelope.Marshal(env, envelope.YAML)
 	if err != nil {

@@ -3,17 +3,15 @@ package envelope
 import (
 	"fmt"
 	"slices"
-	"time"
 
-	"github.com/envelope-dev/envelope/internal/k6"
-	"github.com/envelope-dev/envelope/internal/stats"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // saturation judges whether the runs were below saturation by the three
 // signs the baseline method names: throughput degradation, latency inflation and
 // error emergence. It says "below saturation" only when none is seen and
 // there were enough runs to see them, and gives the figures either way.
-func saturation(env *Envelope, in []Input) Saturation {
+func saturation(env *Envelope, runs []figures.Run) Saturation {
 	var signs, clear []string
 	n := len(env.Runs)
 
@@ -25,7 +23,7 @@ func saturation(env *Envelope, in []Input) Saturation {
 			clear = append(clear, fmt.Sprintf("no throughput degradation: throughput CV %.2f%% across %d runs (limit %.0f%%), %.2f–%.2f req/s", 100*t.CV, n, 100*SaturationMaxCV, t.Min, t.Max))
 		}
 	}
-	if d, ok := orderedDrop(in); ok && d > SaturationMaxDrift {
+	if d, ok := orderedDrop(runs); ok && d > SaturationMaxDrift {
 		signs = append(signs, fmt.Sprintf("throughput degradation: the last run (by start time) is %.1f%% below the first", 100*d))
 	}
 
@@ -46,17 +44,19 @@ func saturation(env *Envelope, in []Input) Saturation {
 
 	// Within runs, when the points are there: later half against earlier.
 	drift := false
-	for _, r := range in {
-		dr, dl, ok := halves(r.Run)
-		if !ok {
+	for _, r := range runs {
+		h := r.Halves
+		if h == nil {
 			continue
 		}
 		drift = true
+		dr := float64(h.Requests[1]-h.Requests[0]) / float64(h.Requests[0])
+		dl := (h.P95[1] - h.P95[0]) / h.P95[0]
 		if dr < -SaturationMaxDrift {
-			signs = append(signs, fmt.Sprintf("throughput degradation within %s: the second half ran %.1f%% below the first", r.Source.File, -100*dr))
+			signs = append(signs, fmt.Sprintf("throughput degradation within %s: the second half ran %.1f%% below the first", r.Source, -100*dr))
 		}
 		if dl > SaturationMaxDrift {
-			signs = append(signs, fmt.Sprintf("latency inflation within %s: p95 of the second half is %.1f%% above the first", r.Source.File, 100*dl))
+			signs = append(signs, fmt.Sprintf("latency inflation within %s: p95 of the second half is %.1f%% above the first", r.Source, 100*dl))
 		}
 	}
 	if drift && len(signs) == 0 {
@@ -69,14 +69,12 @@ func saturation(env *Envelope, in []Input) Saturation {
 	} else {
 		clear = append(clear, fmt.Sprintf("no error emergence: 0 of %d requests failed in %d runs", e.Total, n))
 	}
-	var dropped float64
-	for _, r := range in {
-		if m := r.Run.Metrics["dropped_iterations"]; m != nil {
-			dropped += m.Values["count"]
-		}
+	var dropped int64
+	for _, r := range runs {
+		dropped += r.DroppedIterations
 	}
 	if dropped > 0 {
-		signs = append(signs, fmt.Sprintf("dropped iterations: k6 could not start %.0f iterations (the arrival rate outran the VUs)", dropped))
+		signs = append(signs, fmt.Sprintf("dropped iterations: k6 could not start %d iterations (the arrival rate outran the VUs)", dropped))
 	}
 
 	switch {
@@ -91,64 +89,20 @@ func saturation(env *Envelope, in []Input) Saturation {
 
 // orderedDrop is the relative throughput drop from the first to the last
 // run in start-time order, when every run's start is known.
-func orderedDrop(in []Input) (float64, bool) {
-	if len(in) < 2 {
+func orderedDrop(runs []figures.Run) (float64, bool) {
+	if len(runs) < 2 {
 		return 0, false
 	}
-	rs := slices.Clone(in)
+	rs := slices.Clone(runs)
 	for _, r := range rs {
-		if r.Run.Start.IsZero() {
+		if r.Provenance.Start.IsZero() {
 			return 0, false
 		}
 	}
-	slices.SortFunc(rs, func(a, b Input) int { return a.Run.Start.Compare(b.Run.Start) })
-	first := rs[0].Run.Metrics["http_reqs"]
-	last := rs[len(rs)-1].Run.Metrics["http_reqs"]
-	if first == nil || last == nil || first.Values["rate"] <= 0 {
+	slices.SortFunc(rs, func(a, b figures.Run) int { return a.Provenance.Start.Compare(b.Provenance.Start) })
+	first, last := rs[0].RPS, rs[len(rs)-1].RPS
+	if first <= 0 {
 		return 0, false
 	}
-	return (first.Values["rate"] - last.Values["rate"]) / first.Values["rate"], true
-}
-
-// halves compares the second half of a run's points with the first:
-// relative change of the request rate and of the p95 of http_req_duration.
-func halves(r *k6.Run) (rate, p95 float64, ok bool) {
-	var start, end time.Time
-	for _, p := range r.Points {
-		if p.Metric != "http_reqs" && p.Metric != k6.HTTPReqDuration {
-			continue
-		}
-		if start.IsZero() || p.Time.Before(start) {
-			start = p.Time
-		}
-		if p.Time.After(end) {
-			end = p.Time
-		}
-	}
-	if start.IsZero() || end.Sub(start) < 20*time.Second {
-		return 0, 0, false
-	}
-	mid := start.Add(end.Sub(start) / 2)
-	var n [2]float64
-	var lat [2][]float64
-	for _, p := range r.Points {
-		h := 0
-		if !p.Time.Before(mid) {
-			h = 1
-		}
-		switch p.Metric {
-		case "http_reqs":
-			n[h] += p.Value
-		case k6.HTTPReqDuration:
-			lat[h] = append(lat[h], p.Value)
-		}
-	}
-	if n[0] == 0 || len(lat[0]) < 20 || len(lat[1]) < 20 {
-		return 0, 0, false
-	}
-	a, b := stats.Quantile(slices.Sorted(slices.Values(lat[0])), 0.95), stats.Quantile(slices.Sorted(slices.Values(lat[1])), 0.95)
-	if a == 0 {
-		return 0, 0, false
-	}
-	return (n[1] - n[0]) / n[0], (b - a) / a, true
+	return (first - last) / first, true
 }

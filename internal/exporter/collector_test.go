@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/promtest"
@@ -32,7 +33,7 @@ var fixedTime = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 func testEnvelope() *envelope.Envelope {
 	return &envelope.Envelope{
 		Name:       "golden",
-		Runs:       make([]envelope.RunFigures, 3),
+		Runs:       make([]envelope.Run, 3),
 		Throughput: envelope.Spread{N: 3, Mean: 56.1, Min: 55.97, Max: 56.28, CV: 0.0024},
 		Iterations: envelope.Spread{N: 3, Mean: 44.77, Min: 44.5, Max: 45.01},
 		Latency: envelope.Latency{
@@ -45,7 +46,7 @@ func testEnvelope() *envelope.Envelope {
 			"actor_get": {Metric: "actor_get", P95: envelope.Band{Min: 12, Max: 15, N: 3}, P99: envelope.Band{Min: 30, Max: 41.5, N: 3}, Share: 0.8},
 			"home":      {Tag: "name", Value: "home", P95: envelope.Band{Min: 100, Max: 120, N: 3}},
 		},
-		Tolerance: envelope.Tolerance{ThroughputDrop: 0.05, LatencyRise: 0.1, ErrorRatio: 0, MaxCV: 0.02, Window: "5m"},
+		Tolerance: figures.Tolerance{ThroughputDrop: 0.05, LatencyRise: 0.1, ErrorRatio: 0, MaxCV: 0.02, Window: "5m"},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/promtest"
@@ -97,7 +98,7 @@ func TestPrometheusEndToEnd(t *testing.T) {
 	// band bucket holds a non-trivial count.
 	env := &envelope.Envelope{Name: "e2e",
 		Latency:   envelope.Latency{P95: envelope.Band{Min: math.Round(p95*0.9*10) / 10, Max: math.Round(p95*10) / 10, N: 3}},
-		Tolerance: envelope.Tolerance{LatencyRise: 0.1}}
+		Tolerance: figures.Tolerance{LatencyRise: 0.1}}
 	srv, err := New(Config{Envelope: env, DisableExporterMetrics: true})
 	if err != nil {
 		t.Fatal(err)

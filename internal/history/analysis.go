@@ -17,6 +17,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
@@ -76,7 +77,7 @@ func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg change
 	for _, k := range keys {
 		key := changepoint.Key{Test: l.Test, Figure: k.Figure, Endpoint: k.Endpoint}
 		for _, r := range series[k] {
-			if err := a.Append(key, changepoint.FigurePolarity(k.Figure), r); err != nil {
+			if err := a.Append(key, k.Figure.Def().Polarity, r); err != nil {
 				return nil, fmt.Errorf("history %s: %w", s.Where, err)
 			}
 		}
@@ -87,12 +88,12 @@ func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg change
 // lineFigures reads the figures of a line's runs (as Runs lists them;
 // given ids, only those runs') in one query, by series, each series in
 // the line's order.
-func lineFigures(ctx context.Context, s *runstore.Store, l runstore.Line, runs []runstore.Run, only []int64) (map[runstore.SeriesKey][]changepoint.Run, error) {
+func lineFigures(ctx context.Context, s *runstore.Store, l runstore.Line, runs []runstore.Run, only []int64) (map[figures.Key][]changepoint.Run, error) {
 	index := make(map[int64]int, len(runs))
 	for i, r := range runs {
 		index[r.ID] = i + 1
 	}
-	out := map[runstore.SeriesKey][]changepoint.Run{}
+	out := map[figures.Key][]changepoint.Run{}
 	err := s.LineFigures(ctx, l, only, func(f runstore.LineFigure) {
 		at := index[f.RunID]
 		if at == 0 {
@@ -142,7 +143,7 @@ func (an *Analysis) IndexOf(commit string) int {
 // runs after it are few) is that change, under its stored id. The new
 // changes are the report's Unreported: the caller stores them as
 // reported, so that no later report calls them new again.
-func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *envelope.Tolerance) *ChangesReport {
+func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figures.Tolerance) *ChangesReport {
 	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{}}
 	if since > 1 {
 		ref := an.Ref(since)
@@ -211,19 +212,16 @@ func abs(x int) int {
 // latest change point set), whichever is later, so that a step already
 // reported is not counted again as drift. The error rate, whose
 // tolerance is absolute, has none.
-func (an *Analysis) drift(since int, tol envelope.Tolerance) []changepoint.Drift {
+func (an *Analysis) drift(since int, tol figures.Tolerance) []changepoint.Drift {
 	last := map[changepoint.Key]int{}
 	for _, c := range an.Result.Changes {
 		last[c.Key] = max(last[c.Key], c.Run.Index)
 	}
 	out := []changepoint.Drift{}
 	for _, k := range an.Analyzer.Keys() {
-		t := tol.LatencyRise
-		switch {
-		case k.Figure == runstore.FigErrorRate:
+		t, ok := tol.Relative(k.Figure)
+		if !ok {
 			continue
-		case changepoint.FigurePolarity(k.Figure) == changepoint.LowerIsWorse:
-			t = tol.ThroughputDrop
 		}
 		from := since
 		if from <= 1 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -47,11 +48,11 @@ func recordOnce(b *testing.B, dsn, path, hash string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(0, ""))
+	in, err := figures.ReadFiles([]string{path}, figures.LoadOptions(0, ""))
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
+	rec, err := runstore.FromRun(in[0], runstore.Meta{Test: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func BenchmarkBaselineNDJSON(b *testing.B) {
 	start := cpuTime()
 	defer reportCPU(b, start)
 	for b.Loop() {
-		in, err := envelope.ReadFiles([]string{path}, envelope.LoadOptions(0, ""))
+		in, err := figures.ReadFiles([]string{path}, figures.LoadOptions(0, ""))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -131,12 +132,12 @@ func bigHistory(b *testing.B) string {
 			return
 		}
 		bigDSN = filepath.Join(dir, "history.db")
-		in, err := envelope.ReadFiles([]string{fixtures.Path(b, "k6/history-v2.2.0/run-01.ndjson.gz")}, envelope.LoadOptions(0, ""))
+		in, err := figures.ReadFiles([]string{fixtures.Path(b, "k6/history-v2.2.0/run-01.ndjson.gz")}, figures.LoadOptions(0, ""))
 		if err != nil {
 			bigErr = err
 			return
 		}
-		rec, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
+		rec, err := runstore.FromRun(in[0], runstore.Meta{Test: "bench"})
 		if err != nil {
 			bigErr = err
 			return
@@ -153,9 +154,9 @@ func bigHistory(b *testing.B) string {
 			r := rec
 			r.SHA256 = fmt.Sprintf("%s-%d", rec.SHA256, i)
 			r.TestID, r.Commit, r.CommitTime = fmt.Sprintf("run-%d", i), fmt.Sprintf("c%05d", i), t0.Add(time.Duration(i)*time.Hour)
-			r.Figures = append([]runstore.Figure(nil), rec.Figures...)
+			r.Figures = append([]figures.KeyValue(nil), rec.Figures...)
 			for j := range r.Figures {
-				r.Figures[j].Value *= 1 + float64(i%17)/100
+				r.Figures[j].X *= 1 + float64(i%17)/100
 			}
 			recs = append(recs, r)
 		}
@@ -180,11 +181,11 @@ func BenchmarkShow10000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		pts, err := s.Series(ctx, runstore.Line{Test: "bench", WithExcluded: true}, "auth_login", runstore.FigP95)
+		pts, err := s.Series(ctx, runstore.Line{Test: "bench", WithExcluded: true}, figures.Key{Endpoint: "auth_login", Figure: figures.P95})
 		if err != nil || len(pts) != 10000 {
 			b.Fatalf("%d points, %v", len(pts), err)
 		}
-		if err := (SeriesView{Test: "bench", Endpoint: "auth_login", Figure: runstore.FigP95, Points: pts}).Write(io.Discard, "json"); err != nil {
+		if err := (SeriesView{Test: "bench", Endpoint: "auth_login", Figure: figures.P95, Points: pts}).Write(io.Discard, "json"); err != nil {
 			b.Fatal(err)
 		}
 		_ = s.Close()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -36,9 +36,9 @@ func benchChanges(b *testing.B, drift bool) {
 		if err != nil || len(an.Runs) != 10000 {
 			b.Fatalf("%v", err)
 		}
-		var tol *envelope.Tolerance
+		var tol *figures.Tolerance
 		if drift {
-			t := envelope.DefaultTolerance()
+			t := figures.DefaultTolerance()
 			tol = &t
 		}
 		stored, err := s.StoredChanges(ctx, an.Test)
@@ -74,11 +74,11 @@ func BenchmarkRecordAppended10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	_ = s.Close()
-	in, err := envelope.ReadFiles([]string{fixtures.Path(b, "k6/history-v2.2.0/run-01.ndjson.gz")}, envelope.LoadOptions(0, ""))
+	in, err := figures.ReadFiles([]string{fixtures.Path(b, "k6/history-v2.2.0/run-01.ndjson.gz")}, figures.LoadOptions(0, ""))
 	if err != nil {
 		b.Fatal(err)
 	}
-	next, err := runstore.FromInput(in[0], runstore.Meta{Test: "bench"}, "")
+	next, err := runstore.FromRun(in[0], runstore.Meta{Test: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

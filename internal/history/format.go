@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/cireport"
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
@@ -28,7 +28,7 @@ func timeText(t time.Time) string {
 // commit-time order, index 1-based.
 type SeriesJSON struct {
 	Test     string            `json:"test"`
-	Figure   string            `json:"figure"`
+	Figure   figures.Name      `json:"figure"`
 	Endpoint string            `json:"endpoint,omitempty"`
 	Unit     string            `json:"unit"`
 	Branch   string            `json:"branch,omitempty"`
@@ -37,26 +37,27 @@ type SeriesJSON struct {
 
 // SeriesPointJSON is one run of SeriesJSON.
 type SeriesPointJSON struct {
-	Index    int                `json:"index"`
-	Run      int64              `json:"run"`
-	TestID   string             `json:"testid"`
-	Commit   string             `json:"commit"`
-	Time     string             `json:"time"`
-	Value    float64            `json:"value"`
-	Count    int64              `json:"count,omitempty"`
-	Interval *envelope.Interval `json:"interval,omitempty"`
-	Excluded string             `json:"excluded,omitempty"` // the reason, when excluded
+	Index    int               `json:"index"`
+	Run      int64             `json:"run"`
+	TestID   string            `json:"testid"`
+	Commit   string            `json:"commit"`
+	Time     string            `json:"time"`
+	Value    float64           `json:"value"`
+	Count    int64             `json:"count,omitempty"`
+	Interval *figures.Interval `json:"interval,omitempty"`
+	Excluded string            `json:"excluded,omitempty"` // the reason, when excluded
 }
 
 // SeriesView is one figure's series as show prints it.
 type SeriesView struct {
-	Test, Endpoint, Figure, Branch string
-	Points                         []runstore.Point
+	Test, Endpoint, Branch string
+	Figure                 figures.Name
+	Points                 []runstore.Point
 }
 
 // JSON is the view as SeriesJSON.
 func (v SeriesView) JSON() SeriesJSON {
-	out := SeriesJSON{Test: v.Test, Figure: v.Figure, Endpoint: v.Endpoint, Unit: runstore.Unit(v.Figure), Branch: v.Branch, Runs: []SeriesPointJSON{}}
+	out := SeriesJSON{Test: v.Test, Figure: v.Figure, Endpoint: v.Endpoint, Unit: v.Figure.Def().Unit, Branch: v.Branch, Runs: []SeriesPointJSON{}}
 	for _, p := range v.Points {
 		j := SeriesPointJSON{Index: p.Index, Run: p.Run.ID, TestID: p.Run.TestID, Commit: p.Run.Commit,
 			Time: timeText(p.Run.Time()), Value: p.Value, Count: p.Count, Interval: p.CI}
@@ -111,15 +112,12 @@ func (v SeriesView) Write(w io.Writer, format string) error {
 
 // heading says what the series is.
 func (v SeriesView) heading() string {
-	name := v.Figure
-	if v.Endpoint != "" {
-		name = v.Endpoint + "." + v.Figure
-	}
+	name := figures.Key{Endpoint: v.Endpoint, Figure: v.Figure}.String()
 	line := "main line"
 	if v.Branch != "" {
 		line = "branch " + v.Branch
 	}
-	return fmt.Sprintf("%s of test %s (%s), %s: %d runs in commit-time order", name, v.Test, runstore.Unit(v.Figure), line, len(v.Points))
+	return fmt.Sprintf("%s of test %s (%s), %s: %d runs in commit-time order", name, v.Test, v.Figure.Def().Unit, line, len(v.Points))
 }
 
 // writeMarkdown writes the series as a Markdown table.
@@ -250,7 +248,7 @@ func (v SeriesView) writeJSON(w io.Writer) error {
 	b = append(b, `{"test":`...)
 	b = str(b, j.Test)
 	b = append(b, `,"figure":`...)
-	b = str(b, j.Figure)
+	b = str(b, string(j.Figure))
 	if j.Endpoint != "" {
 		b = append(b, `,"endpoint":`...)
 		b = str(b, j.Endpoint)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
@@ -14,8 +14,8 @@ import (
 // encoding/json writes for SeriesJSON.
 func TestSeriesJSONAsEncodingJSON(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	v := SeriesView{Test: `mix "<a&b>"`, Endpoint: "name=GET /x", Figure: runstore.FigP95, Branch: "feat/ü", Points: []runstore.Point{
-		{Index: 1, Run: runstore.Run{ID: 7, TestID: "r1", Commit: "c1", CommitTime: at}, Value: 929.421, Count: 319, CI: &envelope.Interval{Low: 808.144, High: 1253.2}},
+	v := SeriesView{Test: `mix "<a&b>"`, Endpoint: "name=GET /x", Figure: figures.P95, Branch: "feat/ü", Points: []runstore.Point{
+		{Index: 1, Run: runstore.Run{ID: 7, TestID: "r1", Commit: "c1", CommitTime: at}, Value: 929.421, Count: 319, CI: &figures.Interval{Low: 808.144, High: 1253.2}},
 		{Index: 2, Run: runstore.Run{ID: 8, Excluded: true, Reason: "noisy\nneighbour"}, Value: 1e-7},
 		{Index: 3, Run: runstore.Run{ID: 9, RunTime: at}, Value: 3e21, Count: 1},
 		{Index: 4, Run: runstore.Run{ID: 10}, Value: 0.000123},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
@@ -115,18 +116,18 @@ func appendRuns(ctx context.Context, s *runstore.Store, l runstore.Line, a *chan
 	if err != nil {
 		return err
 	}
-	known := map[runstore.SeriesKey]bool{}
+	known := map[figures.Key]bool{}
 	for _, k := range a.Keys() {
-		known[runstore.SeriesKey{Endpoint: k.Endpoint, Figure: k.Figure}] = true
+		known[k.Figures()] = true
 	}
 	for k := range figs {
 		if !known[k] {
-			return fmt.Errorf("series %s.%s is new: %w", k.Endpoint, k.Figure, changepoint.ErrCheckpoint)
+			return fmt.Errorf("series %s is new: %w", k, changepoint.ErrCheckpoint)
 		}
 	}
 	for _, k := range a.Keys() {
-		for _, r := range figs[runstore.SeriesKey{Endpoint: k.Endpoint, Figure: k.Figure}] {
-			if err := a.Append(k, changepoint.FigurePolarity(k.Figure), r); err != nil {
+		for _, r := range figs[k.Figures()] {
+			if err := a.Append(k, k.Figure.Def().Polarity, r); err != nil {
 				return fmt.Errorf("history %s: %w", s.Where, err)
 			}
 		}

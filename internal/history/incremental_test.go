@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/changepoint"
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
@@ -20,8 +20,8 @@ import (
 func syntheticRecord(rng *rand.Rand, i, extraFrom int, t0 time.Time) runstore.Record {
 	r := runstore.Record{Run: runstore.Run{Test: "inc", TestID: fmt.Sprintf("run-%03d", i), Commit: fmt.Sprintf("c%03d", i),
 		CommitTime: t0.Add(time.Duration(i) * time.Hour), SHA256: fmt.Sprintf("h%03d", i), SourceFile: "run.json", Format: "summary"}}
-	r.Figures = append(r.Figures, runstore.Figure{Name: runstore.FigRPS, Value: 50 * math.Exp(0.01*rng.NormFloat64()), Count: 3000},
-		runstore.Figure{Name: runstore.FigErrorRate, Value: 0, Count: 3000})
+	r.Figures = append(r.Figures, figures.KeyValue{Key: figures.Key{Figure: figures.RPS}, Value: figures.Value{X: 50 * math.Exp(0.01*rng.NormFloat64()), Count: 3000}},
+		figures.KeyValue{Key: figures.Key{Figure: figures.ErrorRate}, Value: figures.Value{X: 0, Count: 3000}})
 	eps := []string{"a", "b", "c"}
 	if i >= extraFrom {
 		eps = append(eps, "d")
@@ -36,8 +36,8 @@ func syntheticRecord(rng *rand.Rand, i, extraFrom int, t0 time.Time) runstore.Re
 		}
 		med := math.Exp(y)
 		p95 := 2.5 * med * math.Exp(0.05*rng.NormFloat64())
-		r.Figures = append(r.Figures, runstore.Figure{Endpoint: ep, Name: runstore.FigMedian, Value: med, Count: 1000},
-			runstore.Figure{Endpoint: ep, Name: runstore.FigP95, Value: p95, Count: 1000, CI: &envelope.Interval{Low: p95 * 0.94, High: p95 * 1.07}})
+		r.Figures = append(r.Figures, figures.KeyValue{Key: figures.Key{Endpoint: ep, Figure: figures.Median}, Value: figures.Value{X: med, Count: 1000}},
+			figures.KeyValue{Key: figures.Key{Endpoint: ep, Figure: figures.P95}, Value: figures.Value{X: p95, Count: 1000, CI: &figures.Interval{Low: p95 * 0.94, High: p95 * 1.07}}})
 	}
 	return r
 }

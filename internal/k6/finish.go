@@ -46,6 +46,8 @@ type finisher struct {
 	perMetric  [][]*target       // by metric idx
 	ths        [][]threshold     // by metric idx
 	extra      [][]trendStat     // trend stats thresholds need beyond st
+	fps        [][]uint64        // trend fingerprints by metric idx, class
+	conf       float64           // LoadOptions.IntervalConfidence
 }
 
 func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNames []string, parallel int) error {
@@ -54,8 +56,9 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNam
 		return err
 	}
 	reg := sh.reg
-	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load()}
+	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load(), conf: sh.opts.IntervalConfidence}
 	fi.aggs = foldAggs(workers, len(reg.list))
+	fi.fps = foldFingerprints(workers)
 	if fi.sketchMode {
 		fi.sketches = foldSketches(run, workers, all)
 	} else {
@@ -102,6 +105,40 @@ func foldAggs(workers []*worker, n int) []seriesAgg {
 		}
 	}
 	return aggs
+}
+
+// foldFingerprints adds up the workers' trend fingerprints.
+func foldFingerprints(workers []*worker) [][]uint64 {
+	var fps [][]uint64
+	for _, w := range workers {
+		for mi, row := range w.fps {
+			for len(fps) <= mi {
+				fps = append(fps, nil)
+			}
+			for ci, fp := range row {
+				for len(fps[mi]) <= ci {
+					fps[mi] = append(fps[mi], 0)
+				}
+				fps[mi][ci] += fp
+			}
+		}
+	}
+	return fps
+}
+
+// fingerprintOf is a trend view's fingerprint: its classes' summed.
+func (fi *finisher) fingerprintOf(t *target) uint64 {
+	m := t.m
+	if m.idx >= len(fi.fps) {
+		return 0
+	}
+	var fp uint64
+	for ci, x := range fi.fps[m.idx] {
+		if ci < len(m.classList) && t.wantsClass(m.classList[ci]) {
+			fp += x
+		}
+	}
+	return fp
 }
 
 // countExact records the trend samples held in exact mode.
@@ -299,7 +336,11 @@ func (fi *finisher) sketched(t *target, out *Metric, st []trendStat, declared bo
 		return nil
 	}
 	n := float64(sk.Count())
+	out.Fingerprint = fi.fingerprintOf(t)
 	for _, s := range st {
+		if lo, hi, ok := sk.QuantileCI(s.p, fi.conf); ok && s.p > 0 {
+			out.addInterval(s.name, lo, hi)
+		}
 		var v float64
 		switch s.name {
 		case "avg":
@@ -330,7 +371,11 @@ func (fi *finisher) exact(t *target, out *Metric, st []trendStat, declared bool,
 	}
 	slices.Sort(vals)
 	n := len(vals)
+	out.Fingerprint = fi.fingerprintOf(t)
 	for _, s := range st {
+		if lo, hi, ok := stats.QuantileCI(vals, s.p, fi.conf); ok && s.p > 0 {
+			out.addInterval(s.name, lo, hi)
+		}
 		var v float64
 		switch s.name {
 		case "avg":
@@ -404,4 +449,12 @@ func (fi *finisher) gather(t *target, parent bool, scratch *[]float64) ([]float6
 		}
 	}
 	return vals, sum
+}
+
+// addInterval records the interval of the trend stat name.
+func (m *Metric) addInterval(name string, lo, hi float64) {
+	if m.Intervals == nil {
+		m.Intervals = map[string]Interval{}
+	}
+	m.Intervals[name] = Interval{Low: lo, High: hi}
 }

@@ -28,6 +28,12 @@ type LoadOptions struct {
 	// Types gives metric types for CSV, which carries none: built-in
 	// metrics are known, others default to trend.
 	Types map[string]MetricDef
+	// IntervalConfidence asks for the order-statistic interval of every
+	// trend view's median and percentiles at this confidence, in
+	// Metric.Intervals (0 = none).
+	IntervalConfidence float64
+	// Timeline bins the http_req_duration samples by time (Run.Timeline).
+	Timeline bool
 	// Workers parses with this many goroutines (0 = GOMAXPROCS).
 	Workers int
 }

@@ -59,6 +59,21 @@ type Metric struct {
 	Values     map[string]float64
 	Thresholds map[string]bool // expression -> passed (ok); summary-export's inverted booleans are normalized
 	Mode       Mode
+
+	// Intervals are the order-statistic intervals of a trend view's
+	// median and percentiles, by stat name ("med", "p(95)"), from its
+	// samples when LoadOptions.IntervalConfidence asks for them; nil for
+	// summaries, which hold no samples.
+	Intervals map[string]Interval
+	// Fingerprint identifies a trend view's samples as a multiset: two
+	// views of the same samples, in any order, have the same one. 0 for
+	// summaries.
+	Fingerprint uint64
+}
+
+// Interval is a confidence interval of a statistic.
+type Interval struct {
+	Low, High float64
 }
 
 // Run is one k6 test run, normalized.
@@ -82,6 +97,15 @@ type Run struct {
 	// Points are the samples of a point stream, kept only when asked
 	// (LoadOptions.KeepPoints); nil for summaries.
 	Points []Point
+
+	// TagValues are the values each tag takes on the stream's samples in
+	// the window, sorted, at most MaxTagValues a tag (the run's test-wide
+	// tags, such as testid or a --tag, have one); nil for summaries.
+	TagValues map[string][]string
+
+	// Timeline is http_req_duration by time, when LoadOptions.Timeline
+	// asks for it; nil for summaries.
+	Timeline *Timeline
 
 	// Skipped counts bad lines skipped in lenient mode.
 	Skipped int

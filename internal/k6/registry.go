@@ -32,6 +32,11 @@ type metricInfo struct {
 	classes   map[string]uint16
 	classList []classInfo
 	needsCls  bool
+	// timeline: the samples also go to the run's Timeline.
+	timeline bool
+	// iterations: iteration_duration, whose samples tell when each
+	// iteration started.
+	iterations bool
 }
 
 type classInfo struct {
@@ -89,6 +94,8 @@ func (r *registry) metricFor(name string, defs map[string]*MetricDef) (*metricIn
 		return nil, fmt.Errorf("metric %q has %d sub-metrics; at most 64 are supported", name, len(m.subs))
 	}
 	m.needsCls = m.typ == Trend && (len(m.subs) > 0 || r.opts.GroupBy != "")
+	m.timeline = r.opts.Timeline && name == HTTPReqDuration
+	m.iterations = name == "iteration_duration" && m.typ == Trend && m.contains == Time
 	r.metrics[name] = m
 	r.mlist = append(r.mlist, m)
 	return m, nil
@@ -170,5 +177,34 @@ func (r *registry) groupValues() []string {
 		out = append(out, g)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// MaxTagValues bounds how many values Run.TagValues keeps of one tag.
+const MaxTagValues = 16
+
+// tagValues are the values each tag takes over the registered series,
+// sorted, at most MaxTagValues a tag (the smallest).
+func (r *registry) tagValues() map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]map[string]bool{}
+	for _, s := range r.list {
+		for k, v := range s.tags {
+			if seen[k] == nil {
+				seen[k] = map[string]bool{}
+			}
+			seen[k][v] = true
+		}
+	}
+	out := make(map[string][]string, len(seen))
+	for k, vs := range seen {
+		all := make([]string, 0, len(vs))
+		for v := range vs {
+			all = append(all, v)
+		}
+		sort.Strings(all)
+		out[k] = all[:min(len(all), MaxTagValues)]
+	}
 	return out
 }

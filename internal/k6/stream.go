@@ -92,6 +92,7 @@ type shared struct {
 	minT      atomic.Int64
 	maxT      atomic.Int64
 	firstVusT atomic.Int64
+	iterT     atomic.Int64
 }
 
 type worker struct {
@@ -103,6 +104,9 @@ type worker struct {
 	keyBuilt bool                   // the parser built key itself
 	aggs     []seriesAgg
 	sketches [][]*stats.Sketch // by metric idx, class
+	fps      [][]uint64        // trend fingerprints by metric idx, class
+	tl       binner
+	iterT    int64 // the earliest iteration start: sample time less iteration_duration
 	key      []byte
 	curT     int64
 	curOff   int
@@ -167,6 +171,7 @@ func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*
 	sh.minT.Store(math.MaxInt64)
 	sh.maxT.Store(math.MinInt64)
 	sh.firstVusT.Store(math.MaxInt64)
+	sh.iterT.Store(math.MaxInt64)
 	if opts.Mode == ModeSketch {
 		sh.sketch.Store(true)
 	}
@@ -194,7 +199,7 @@ func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*
 	for i := range n {
 		w := &worker{sh: sh, p: sh.parser(), cache: map[string]*seriesInfo{}, last: map[string]*lastSeries{}}
 		w.raw.useMemo = true
-		w.minT, w.maxT, w.vusT = math.MaxInt64, math.MinInt64, math.MaxInt64
+		w.minT, w.maxT, w.vusT, w.iterT = math.MaxInt64, math.MinInt64, math.MaxInt64, math.MaxInt64
 		l.workers[i] = w
 	}
 	l.lowerD = max(opts.SkipWarmup, opts.From)
@@ -417,6 +422,7 @@ func (l *pointLoad) result() (*Run, error) {
 		sh.minT.Store(min(sh.minT.Load(), w.minT))
 		sh.maxT.Store(max(sh.maxT.Load(), w.maxT))
 		sh.firstVusT.Store(min(sh.firstVusT.Load(), w.vusT))
+		sh.iterT.Store(min(sh.iterT.Load(), w.iterT))
 	}
 	if sh.minT.Load() == math.MaxInt64 {
 		if l.skipped > 0 {
@@ -427,6 +433,14 @@ func (l *pointLoad) result() (*Run, error) {
 	l.setBounds(run)
 	if err := finish(run, sh, l.workers, l.all, l.stats, len(l.workers)); err != nil {
 		return nil, fmt.Errorf("%s: %v", l.name, err)
+	}
+	run.TagValues = sh.reg.tagValues()
+	if l.opts.Timeline {
+		var tl binner
+		for _, w := range l.workers {
+			tl.merge(&w.tl)
+		}
+		run.Timeline = tl.timeline()
 	}
 	if sh.keepPts {
 		n := 0
@@ -579,6 +593,21 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 	v := w.curV
 	m := s.metric
 	if m.typ == Trend {
+		for len(w.fps) <= m.idx {
+			w.fps = append(w.fps, nil)
+		}
+		for len(w.fps[m.idx]) <= int(s.class) {
+			w.fps[m.idx] = append(w.fps[m.idx], 0)
+		}
+		w.fps[m.idx][s.class] = fingerprint(w.fps[m.idx][s.class], v)
+		if m.timeline {
+			w.tl.add(w.curT, v)
+		}
+		if m.iterations {
+			if t := w.curT - int64(v*1e6); t < w.iterT {
+				w.iterT = t
+			}
+		}
 		if sketch {
 			for len(w.sketches) <= m.idx {
 				w.sketches = append(w.sketches, nil)

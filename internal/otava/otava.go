@@ -15,11 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // csvMeta are the columns of an Otava-style CSV that are run metadata;
-// every other column is a figure, named as runstore.ParseFigure takes it
+// every other column is a figure, named as figures.ParseKey takes it
 // (endpoint-prefixed for an endpoint's).
 var csvMeta = map[string]bool{"time": true, "commit": true, "branch": true, "version": true, "testid": true, "note": true}
 
@@ -57,7 +58,7 @@ func ReadCSV(name string, r io.Reader, test string) ([]runstore.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: line 1: reading the header: %w", name, err)
 	}
-	cols := make([]runstore.Figure, len(header))
+	cols := make([]figures.Key, len(header))
 	seen := map[string]bool{}
 	for i, h := range header {
 		h = strings.TrimSpace(h)
@@ -69,11 +70,11 @@ func ReadCSV(name string, r io.Reader, test string) ([]runstore.Record, error) {
 		if csvMeta[h] {
 			continue
 		}
-		ep, fig, err := runstore.ParseFigure(h)
+		k, err := figures.ParseKey(h)
 		if err != nil {
 			return nil, fmt.Errorf("%s: line 1, column %d: %w", name, i+1, err)
 		}
-		cols[i] = runstore.Figure{Endpoint: ep, Name: fig}
+		cols[i] = k
 	}
 	for _, need := range []string{"time", "commit"} {
 		if !seen[need] {
@@ -103,7 +104,7 @@ func ReadCSV(name string, r io.Reader, test string) ([]runstore.Record, error) {
 }
 
 // csvRecord makes one row's record.
-func csvRecord(name string, line int, header []string, cols []runstore.Figure, row []string, test string) (runstore.Record, error) {
+func csvRecord(name string, line int, header []string, cols []figures.Key, row []string, test string) (runstore.Record, error) {
 	rec := runstore.Record{Run: runstore.Run{Test: test, SourceFile: fmt.Sprintf("%s:%d", name, line), Format: "otava-csv"}}
 	h := sha256.New()
 	for i, cell := range row {
@@ -137,9 +138,7 @@ func csvRecord(name string, line int, header []string, cols []runstore.Figure, r
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 				return runstore.Record{}, field(fmt.Errorf("%q is not a finite number ≥ 0", cell))
 			}
-			f := cols[i]
-			f.Value = v
-			rec.Figures = append(rec.Figures, f)
+			rec.Figures = append(rec.Figures, figures.KeyValue{Key: cols[i], Value: figures.Value{X: v}})
 		}
 	}
 	if rec.Commit == "" {

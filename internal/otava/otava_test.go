@@ -22,7 +22,7 @@ func TestReadCSVErrors(t *testing.T) {
 		}
 	}
 	recs, err := ReadCSV("o.csv", strings.NewReader("time,commit,p95,auth_login.p95\n2026-01-01 10:00:00 +0200,a1,700,\n"), "t")
-	if err != nil || len(recs) != 1 || len(recs[0].Figures) != 1 || recs[0].Figures[0].Key() != "p95" ||
+	if err != nil || len(recs) != 1 || len(recs[0].Figures) != 1 || recs[0].Figures[0].Key.String() != "p95" ||
 		!recs[0].CommitTime.Equal(time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)) || recs[0].SourceFile != "o.csv:2" {
 		t.Errorf("%+v %v", recs, err)
 	}

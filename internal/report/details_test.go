@@ -8,6 +8,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // The report's details read unambiguously: bands say they are min /
@@ -47,8 +48,8 @@ func TestEnvelopeReportDetails(t *testing.T) {
 // Runs are named by their testid when the files told it and it tells
 // them apart; otherwise by file.
 func TestEnvRunLabels(t *testing.T) {
-	env := &envelope.Envelope{Runs: []envelope.RunFigures{{Source: "runs/a.ndjson.gz"}, {Source: "runs/b.ndjson.gz"}}}
-	env.Provenance.Sources = []envelope.Source{{File: "runs/a.ndjson.gz", TestID: "baseline-a"}, {File: "runs/b.ndjson.gz", TestID: "baseline-b"}}
+	env := &envelope.Envelope{Runs: []envelope.Run{{Run: figures.Run{Source: "runs/a.ndjson.gz"}}, {Run: figures.Run{Source: "runs/b.ndjson.gz"}}}}
+	env.Provenance.Sources = []figures.Source{{File: "runs/a.ndjson.gz", TestID: "baseline-a"}, {File: "runs/b.ndjson.gz", TestID: "baseline-b"}}
 	if got := envRunLabels(env); !slices.Equal(got, []string{"baseline-a", "baseline-b"}) {
 		t.Errorf("labels %q, want the testids", got)
 	}

@@ -15,10 +15,9 @@ import (
 	"sync"
 	"text/template"
 
-	"github.com/envelope-dev/envelope/internal/compare"
-
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // WriteEnvelopeReport writes the envelope's Markdown report to mdPath and
@@ -123,19 +122,11 @@ func envChartList(env *envelope.Envelope) []namedChart {
 	}
 	if names := envEndpointNames(env); len(names) > 0 {
 		var rs []chart.Range
-		for _, st := range []struct {
-			name string
-			get  func(envelope.Endpoint) envelope.Band
-		}{
-			{"median", func(e envelope.Endpoint) envelope.Band { return e.Median }},
-			{"p95", func(e envelope.Endpoint) envelope.Band { return e.P95 }},
-			{"p99", func(e envelope.Endpoint) envelope.Band { return e.P99 }},
-			{"max", func(e envelope.Endpoint) envelope.Band { return e.Max }},
-		} {
-			r := chart.Range{Name: st.name}
+		for _, fig := range []figures.Name{figures.Median, figures.P95, figures.P99, figures.Max} {
+			r := chart.Range{Name: fig.Def().Label}
 			ok := true
 			for _, n := range names {
-				b := st.get(env.Endpoints[n])
+				b := env.Endpoints[n].Band(fig)
 				if b.N == 0 || b.Min <= 0 {
 					ok = false
 					break
@@ -247,9 +238,6 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 		v.CI = envFig(v.T.CILow) + "–" + envFig(v.T.CIHigh) + " req/s"
 	}
 	v.MDCCell = envMDC(v.T)
-	if m, ok := CompareMDC(env, v.T.N); ok {
-		v.MDCCell = envPct(m, 1)
-	}
 	v.RunLabels = envRunLabels(env)
 	v.MaxSeconds = envBandInSeconds(env.Latency.Max)
 	v.MDCSentence = compareMDCSentence(env)
@@ -360,19 +348,12 @@ func envPct(r float64, d int) string { return strconv.FormatFloat(100*r, 'f', d,
 // minimum detectable change for.
 var compareCandidateRuns = []int{1, 3, 5}
 
-// CompareMDC is the minimum detectable change of mean throughput (ratio)
-// that compare reports for k candidate runs whose spread equals the
-// baseline runs'. ok is false with fewer than 2 baseline runs.
-func CompareMDC(env *envelope.Envelope, k int) (float64, bool) {
-	return compare.ThroughputMDC(env, k)
-}
-
 // compareMDCList is "1.0% with 1 run, 0.8% with 3 runs or 0.7% with 5
 // runs", or "" when it cannot be computed.
 func compareMDCList(env *envelope.Envelope) string {
 	var parts []string
 	for _, k := range compareCandidateRuns {
-		m, ok := CompareMDC(env, k)
+		m, ok := env.MDC(figures.RPS, k)
 		if !ok {
 			return ""
 		}
@@ -390,10 +371,7 @@ func compareMDCSentence(env *envelope.Envelope) string {
 	if l == "" {
 		return ""
 	}
-	conf := env.Tolerance.Confidence
-	if !(conf > 0 && conf < 1) {
-		conf = 0.95
-	}
+	conf := figures.Confidence(env.Tolerance.Confidence)
 	return fmt.Sprintf("`envelope compare` (run-level log model, %s confidence, 80%% power, later runs of the baseline's typical size) detects a change of mean throughput of %s.", envPct(conf, 0), l)
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/history"
-	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // HistorySeries is one series of a history report: its runs (placed by
@@ -50,13 +49,13 @@ func WriteHistoryReport(r HistoryReport, mdPath string) error {
 		if len(s.Runs) == 0 {
 			continue
 		}
-		name := seriesLabel(s.Key)
+		name := s.Key.String()
 		c := historyChart(r, s)
 		paths, err := chart.WriteThemed(c, dir, "history-"+chartFileName(name))
 		if err != nil {
 			return fmt.Errorf("history report chart %s: %w", name, err)
 		}
-		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, runstore.Unit(s.Key.Figure))
+		fmt.Fprintf(&b, "### `%s` (%s)\n\n", name, s.Key.Figure.Def().Unit)
 		notes := b.Len()
 		for _, ch := range r.Changes.Changes {
 			if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
@@ -82,13 +81,6 @@ func WriteHistoryReport(r HistoryReport, mdPath string) error {
 }
 
 func signedPct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
-
-func seriesLabel(k changepoint.Key) string {
-	if k.Endpoint == "" {
-		return k.Figure
-	}
-	return k.Endpoint + "." + k.Figure
-}
 
 // chartFileName keeps a series name safe as a file name.
 func chartFileName(name string) string {
@@ -117,7 +109,7 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 	} else {
 		b.WriteString("| Series | Run | Commit | Direction | Before | After | Change | p | Status | Id |\n| :-- | --: | :-- | :-- | --: | --: | --: | --: | :-- | :-- |\n")
 		for _, ch := range rep.Changes {
-			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %s | `%s` |\n", seriesLabel(ch.Key), ch.Run.Index, r.Labels[ch.Run.Index-1],
+			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %s | `%s` |\n", ch.Key, ch.Run.Index, r.Labels[ch.Run.Index-1],
 				ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.P, ch.Status, ch.ID)
 		}
 	}
@@ -127,7 +119,7 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 	} else {
 		b.WriteString("| Run | Commit | Series | Value | Segment level | Change | σ |\n| --: | :-- | :-- | --: | --: | --: | --: |\n")
 		for _, o := range rep.Outliers {
-			fmt.Fprintf(b, "| %d | %s | `%s` | %s | %s | %s | %.1f |\n", o.Run.Index, r.Labels[o.Run.Index-1], seriesLabel(o.Key),
+			fmt.Fprintf(b, "| %d | %s | `%s` | %s | %s | %s | %.1f |\n", o.Run.Index, r.Labels[o.Run.Index-1], o.Key,
 				envFig(o.Value), envFig(o.SegmentMean), signedPct(o.Change), o.Sigmas)
 		}
 	}
@@ -139,7 +131,7 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 				b.WriteString("| Series | Since run | Runs | Drift | Interval |\n| :-- | --: | --: | --: | :-- |\n")
 			}
 			over++
-			fmt.Fprintf(b, "| `%s` | %d | %d | %s | %s to %s |\n", seriesLabel(d.Key), d.Since.Index, d.Runs, signedPct(d.Change), signedPct(d.CI[0]), signedPct(d.CI[1]))
+			fmt.Fprintf(b, "| `%s` | %d | %d | %s | %s to %s |\n", d.Key, d.Since.Index, d.Runs, signedPct(d.Change), signedPct(d.CI[0]), signedPct(d.CI[1]))
 		}
 	}
 	if over == 0 {
@@ -183,8 +175,8 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 		}
 	}
 	c := chart.Chart{
-		Title:      fmt.Sprintf("%s by commit", seriesLabel(s.Key)),
-		YLabel:     runstore.Unit(s.Key.Figure),
+		Title:      fmt.Sprintf("%s by commit", s.Key.String()),
+		YLabel:     s.Key.Figure.Def().Unit,
 		Categories: cats,
 		Lines: []chart.Series{{Name: "run value", Values: vals},
 			{Name: "segment level", Values: segmentLevels(s.Runs, cps, outliers.At)}},

@@ -7,7 +7,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/demo"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // The envelope report's minimum detectable change is the one compare
@@ -25,7 +25,7 @@ func TestEnvelopeReportMDCAgreesWithCompare(t *testing.T) {
 	}
 	md := markdown(t, env, nil)
 	for _, k := range []int{1, 3, 5} {
-		m, ok := CompareMDC(env, k)
+		m, ok := env.MDC(figures.RPS, k)
 		if !ok {
 			t.Fatalf("no MDC for %d runs", k)
 		}
@@ -37,13 +37,13 @@ func TestEnvelopeReportMDCAgreesWithCompare(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	res, err := compare.Compare(env, []*k6.Run{in[4].Run}, compare.Options{})
+	res, err := compare.Compare(env, in[4:5], compare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m1, _ := CompareMDC(env, 1)
+	m1, _ := env.MDC(figures.RPS, 1)
 	for _, f := range res.Figures {
-		if f.Name == "throughput" && f.Endpoint == "" {
+		if f.Name == figures.RPS && f.Endpoint == "" {
 			if got, want := fmt.Sprintf("%.1f", f.MDCPct), fmt.Sprintf("%.1f", 100*m1); got != want {
 				t.Errorf("compare's MDC for one run %s%%, the report's %s%%", got, want)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -181,7 +182,7 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 		return nil, errors.New("envelope: nil")
 	}
 	tol := env.Tolerance
-	def := envelope.DefaultTolerance()
+	def := figures.DefaultTolerance()
 	if tol.Window == "" {
 		return nil, missing("tolerance.window", "the alert rate window, e.g. 5m")
 	}
@@ -244,7 +245,7 @@ func Calibrate(env *envelope.Envelope) (*Calibration, error) {
 }
 
 // throughput calibrates the throughput floor and its window.
-func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) error {
+func (c *Calibration) throughput(tp envelope.Spread, tol figures.Tolerance) error {
 	if tp.Mean <= 0 {
 		return missing("throughput.mean", "the request rate the floor is built on")
 	}
@@ -301,7 +302,7 @@ func (c *Calibration) throughput(tp envelope.Spread, tol envelope.Tolerance) err
 }
 
 // latency calibrates the overall p95, p99 and median tests.
-func (c *Calibration) latency(env *envelope.Envelope, tol envelope.Tolerance) error {
+func (c *Calibration) latency(env *envelope.Envelope, tol figures.Tolerance) error {
 	tp := env.Throughput
 	overallN := tp.Mean * c.Window.Seconds()
 	for _, q := range []struct {
@@ -322,7 +323,7 @@ func (c *Calibration) latency(env *envelope.Envelope, tol envelope.Tolerance) er
 }
 
 // endpoints calibrates each endpoint's latency tests, in key order.
-func (c *Calibration) endpoints(env *envelope.Envelope, tol envelope.Tolerance) error {
+func (c *Calibration) endpoints(env *envelope.Envelope, tol figures.Tolerance) error {
 	tp := env.Throughput
 	keys := make([]string, 0, len(env.Endpoints))
 	for k := range env.Endpoints {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/rules"
@@ -36,7 +37,7 @@ func agreementEnvelopes(t *testing.T) map[string]*envelope.Envelope {
 	for i := 1; i <= 3; i++ {
 		paths = append(paths, fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i)))
 	}
-	in, err := envelope.ReadFiles(paths, envelope.LoadOptions(0, "method"))
+	in, err := figures.ReadFiles(paths, figures.LoadOptions(0, "method"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // StoredChange is a change point as first reported, with the status
@@ -12,7 +14,7 @@ import (
 type StoredChange struct {
 	ID       string
 	Test     string
-	Figure   string
+	Figure   figures.Name
 	Endpoint string
 	Commit   string
 	TestID   string

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 )
 
@@ -107,12 +107,12 @@ func recordForever(dsn string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	in, err := envelope.ReadFiles([]string{os.Getenv(childFixture)}, envelope.LoadOptions(0, ""))
+	in, err := figures.ReadFiles([]string{os.Getenv(childFixture)}, figures.LoadOptions(0, ""))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	rec, err := FromInput(in[0], Meta{Test: "history-shared"}, "")
+	rec, err := FromRun(in[0], Meta{Test: "history-shared"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 var errNoRows = sql.ErrNoRows
@@ -152,7 +152,7 @@ func (s *Store) LineRefs(ctx context.Context, l Line) ([]Run, error) {
 // LineFigure is one figure of one of a line's runs.
 type LineFigure struct {
 	RunID  int64
-	Series SeriesKey
+	Series figures.Key
 	Value  float64
 	Count  int64 // 0 when unknown
 	// Low and High are the figure's order-statistic interval; both 0
@@ -205,14 +205,14 @@ type Point struct {
 	Index int
 	Run   Run
 	Value float64
-	Count int64              // 0 when unknown
-	CI    *envelope.Interval // nil unless the run had points
+	Count int64             // 0 when unknown
+	CI    *figures.Interval // nil unless the run had points
 }
 
 // Series reads one figure of a line, in commit-time order: endpoint ""
 // for an aggregate figure. Each point's Run holds only what places it:
 // ID, TestID, Commit, Branch, CommitTime, RunTime, Excluded and Reason.
-func (s *Store) Series(ctx context.Context, l Line, endpoint, figure string) ([]Point, error) {
+func (s *Store) Series(ctx context.Context, l Line, k figures.Key) ([]Point, error) {
 	cond, args := l.where()
 	q := `SELECT r.id, r.testid, r.commit_id, r.branch, r.commit_time, r.run_time, r.excluded, r.exclude_reason,
   f.value, f.count, f.ci_low, f.ci_high
@@ -220,7 +220,7 @@ FROM figures f JOIN runs r ON r.id = f.run_id
 WHERE f.figure = ? AND f.endpoint = ? AND ` + cond
 	// Sorted here rather than by the database: cheaper than SQLite's
 	// sorter for a long series, and the same order (historyLess).
-	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), append([]any{figure, endpoint}, args...)...)
+	rows, err := s.db.QueryContext(ctx, s.d.rebind(q), append([]any{string(k.Figure), k.Endpoint}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", s.Where, err)
 	}
@@ -238,7 +238,7 @@ WHERE f.figure = ? AND f.endpoint = ? AND ` + cond
 		r.Test = l.Test
 		p.Count = n.Int64
 		if lo.Valid && hi.Valid {
-			p.CI = &envelope.Interval{Low: lo.Float64, High: hi.Float64}
+			p.CI = &figures.Interval{Low: lo.Float64, High: hi.Float64}
 		}
 		out = append(out, p)
 	}
@@ -268,31 +268,28 @@ func historyCompare(a, b Run) int {
 	return cmp.Compare(a.ID, b.ID)
 }
 
-// SeriesKey names one series of a test: a figure, of an endpoint or
-// aggregate (Endpoint "").
-type SeriesKey struct{ Endpoint, Figure string }
-
 // SeriesKeys lists every series a test's runs have, aggregate first,
-// then by endpoint, each in FigureNames order.
-func (s *Store) SeriesKeys(ctx context.Context, test string) ([]SeriesKey, error) {
+// then by endpoint, each in figures.Names order.
+func (s *Store) SeriesKeys(ctx context.Context, test string) ([]figures.Key, error) {
 	rows, err := s.db.QueryContext(ctx, s.d.rebind(`SELECT DISTINCT f.endpoint, f.figure FROM figures f JOIN runs r ON r.id = f.run_id WHERE r.test = ?`), test)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", s.Where, err)
 	}
 	defer rows.Close() //nolint:errcheck // rows.Err says
-	var out []SeriesKey
+	var out []figures.Key
 	for rows.Next() {
-		var k SeriesKey
+		var k figures.Key
 		if err := rows.Scan(&k.Endpoint, &k.Figure); err != nil {
 			return nil, err
 		}
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b SeriesKey) int {
+	names := figures.Names()
+	slices.SortFunc(out, func(a, b figures.Key) int {
 		if c := cmp.Compare(a.Endpoint, b.Endpoint); c != 0 {
 			return c
 		}
-		return cmp.Compare(slices.Index(figureNames[:], a.Figure), slices.Index(figureNames[:], b.Figure))
+		return cmp.Compare(slices.Index(names, a.Figure), slices.Index(names, b.Figure))
 	})
 	return out, rows.Err()
 }
@@ -408,8 +405,8 @@ func (s *Store) Find(ctx context.Context, ref string) (Run, error) {
 }
 
 // figureRows reads every figure of the given runs, by run id.
-func (s *Store) figureRows(ctx context.Context, runs []Run) (map[int64][]Figure, error) {
-	out := map[int64][]Figure{}
+func (s *Store) figureRows(ctx context.Context, runs []Run) (map[int64][]figures.KeyValue, error) {
+	out := map[int64][]figures.KeyValue{}
 	if len(runs) == 0 {
 		return out, nil
 	}
@@ -425,15 +422,15 @@ func (s *Store) figureRows(ctx context.Context, runs []Run) (map[int64][]Figure,
 	defer rows.Close() //nolint:errcheck // rows.Err says
 	for rows.Next() {
 		var id int64
-		var f Figure
+		var f figures.KeyValue
 		var n sql.NullInt64
 		var lo, hi sql.NullFloat64
-		if err := rows.Scan(&id, &f.Endpoint, &f.Name, &f.Value, &n, &lo, &hi); err != nil {
+		if err := rows.Scan(&id, &f.Key.Endpoint, &f.Key.Figure, &f.X, &n, &lo, &hi); err != nil {
 			return nil, err
 		}
 		f.Count = n.Int64
 		if lo.Valid && hi.Valid {
-			f.CI = &envelope.Interval{Low: lo.Float64, High: hi.Float64}
+			f.CI = &figures.Interval{Low: lo.Float64, High: hi.Float64}
 		}
 		out[id] = append(out[id], f)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // Run is one recorded run's metadata.
@@ -49,30 +49,10 @@ func (r Run) Label() string {
 	return fmt.Sprintf("run %d (%s, commit %s)", r.ID, r.SourceFile, r.Commit)
 }
 
-// Figure is one figure of a run: an aggregate figure (Endpoint "") or an
-// endpoint's, named as the envelope's per-run values are (the Fig
-// constants).
-type Figure struct {
-	Endpoint string
-	Name     string
-	Value    float64
-	Count    int64              // samples behind it; 0 when unknown
-	CI       *envelope.Interval // order-statistic interval of p95/p99, from points
-}
-
-// Key is the figure's name as the history commands take it:
-// "endpoint.figure", or the figure alone for an aggregate one.
-func (f Figure) Key() string {
-	if f.Endpoint == "" {
-		return f.Name
-	}
-	return f.Endpoint + "." + f.Name
-}
-
 // Record is a run with its figures, ready to be stored.
 type Record struct {
 	Run
-	Figures []Figure
+	Figures []figures.KeyValue
 }
 
 // Added is what recording one run did.
@@ -149,7 +129,7 @@ func (s *Store) addFigures(ctx context.Context, tx *sql.Tx, id int64, r Record) 
 			if f.Count > 0 {
 				n = f.Count
 			}
-			args = append(args, id, f.Endpoint, f.Name, f.Value, n, lo, hi)
+			args = append(args, id, f.Key.Endpoint, string(f.Key.Figure), f.X, n, lo, hi)
 		}
 		if _, err := tx.ExecContext(ctx, s.d.rebind(q.String()), args...); err != nil {
 			return fmt.Errorf("history %s: recording %s's figures: %w", s.Where, r.SourceFile, err)

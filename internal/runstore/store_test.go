@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/pgtest"
 )
@@ -41,9 +42,9 @@ func open(t *testing.T, dsn string) *Store {
 }
 
 // readRuns reads fixture runs as baseline does.
-func readRuns(t testing.TB, pattern string) []envelope.Input {
+func readRuns(t testing.TB, pattern string) []figures.Run {
 	t.Helper()
-	in, err := envelope.ReadFiles(fixtures.Glob(t, pattern), envelope.LoadOptions(0, ""))
+	in, err := figures.ReadFiles(fixtures.Glob(t, pattern), figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +53,12 @@ func readRuns(t testing.TB, pattern string) []envelope.Input {
 
 // records makes the records of runs, in order, with commit cNN and a
 // commit time a day apart; summaries name their test.
-func records(t testing.TB, in []envelope.Input) []Record {
+func records(t testing.TB, in []figures.Run) []Record {
 	t.Helper()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var out []Record
 	for i, r := range in {
-		rec, err := FromInput(r, Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), CommitTime: base.AddDate(0, 0, i)}, "")
+		rec, err := FromRun(r, Meta{Test: "history-shared", Commit: fmt.Sprintf("c%02d", i+1), CommitTime: base.AddDate(0, 0, i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func add(t *testing.T, s *Store, recs []Record) []Added {
 // figure back: each equals, to the last digit, the run's value in the
 // envelope baseline derives from all the runs together.
 func TestRecordEqualsBaseline(t *testing.T) {
-	sets := map[string][]envelope.Input{
+	sets := map[string][]figures.Run{
 		"summary": readRuns(t, "k6/history-v2.2.0/run-*.summary.json"),
 		"ndjson":  readRuns(t, "k6/history-v2.2.0/run-1[01].ndjson.gz"),
 	}
@@ -97,7 +98,7 @@ func TestRecordEqualsBaseline(t *testing.T) {
 			add(t, s, recs)
 			withCI := 0
 			for i, run := range env.Runs {
-				want := RunFigures(run)
+				want := run.Figures()
 				if len(want) < 9 {
 					t.Fatalf("%s run %d: only %d figures", kind, i, len(want))
 				}
@@ -106,16 +107,16 @@ func TestRecordEqualsBaseline(t *testing.T) {
 				direct := map[string]float64{"rps": run.RPS, "p95": run.P95, "error_rate": run.ErrorRate(),
 					"auth_login.p99": run.Endpoints["auth_login"].P99}
 				for _, f := range want {
-					pts, err := s.Series(context.Background(), Line{Test: kind}, f.Endpoint, f.Name)
+					pts, err := s.Series(context.Background(), Line{Test: kind}, f.Key)
 					if err != nil {
 						t.Fatal(err)
 					}
 					p := pts[i]
-					if p.Run.Commit != recs[i].Commit || p.Value != f.Value || p.Count != f.Count || !sameCI(p.CI, f.CI) {
-						t.Errorf("%s %s %s: history %v n=%d ci=%v, baseline %v n=%d ci=%v", kind, run.Source, f.Key(), p.Value, p.Count, p.CI, f.Value, f.Count, f.CI)
+					if p.Run.Commit != recs[i].Commit || p.Value != f.X || p.Count != f.Count || !sameCI(p.CI, f.CI) {
+						t.Errorf("%s %s %s: history %v n=%d ci=%v, baseline %v n=%d ci=%v", kind, run.Source, f.Key, p.Value, p.Count, p.CI, f.X, f.Count, f.CI)
 					}
-					if v, ok := direct[f.Key()]; ok && v != p.Value {
-						t.Errorf("%s %s %s: history %v, envelope field %v", kind, run.Source, f.Key(), p.Value, v)
+					if v, ok := direct[f.Key.String()]; ok && v != p.Value {
+						t.Errorf("%s %s %s: history %v, envelope field %v", kind, run.Source, f.Key, p.Value, v)
 					}
 					if p.CI != nil {
 						withCI++
@@ -129,7 +130,7 @@ func TestRecordEqualsBaseline(t *testing.T) {
 	})
 }
 
-func sameCI(a, b *envelope.Interval) bool {
+func sameCI(a, b *figures.Interval) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -191,7 +192,7 @@ func TestSeriesLines(t *testing.T) {
 		recs[1].Branch = "main"
 		add(t, s, recs)
 		commits := func(l Line) string {
-			pts, err := s.Series(ctx, l, "", FigP95)
+			pts, err := s.Series(ctx, l, figures.Key{Figure: figures.P95})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +239,7 @@ func TestSeriesLines(t *testing.T) {
 			t.Errorf("branches %+v %v", bs, err)
 		}
 		keys, err := s.SeriesKeys(ctx, "history-shared")
-		if err != nil || len(keys) < 9 || keys[0] != (SeriesKey{"", FigRPS}) {
+		if err != nil || len(keys) < 9 || keys[0] != (figures.Key{Figure: figures.RPS}) {
 			t.Errorf("series keys %v %v", keys, err)
 		}
 	})
@@ -263,7 +264,7 @@ func TestMigrations(t *testing.T) {
 		if err := s.DB().QueryRow("SELECT MAX(version) FROM schema_migrations").Scan(&v); err != nil || v != SchemaVersion() || v < 2 {
 			t.Fatalf("schema version %d (%v), want %d", v, err, SchemaVersion())
 		}
-		if pts, err := s.Series(ctx, Line{Test: "history-shared"}, "", FigRPS); err != nil || len(pts) != 1 {
+		if pts, err := s.Series(ctx, Line{Test: "history-shared"}, figures.Key{Figure: figures.RPS}); err != nil || len(pts) != 1 {
 			t.Errorf("after migrating: %d points, %v", len(pts), err)
 		}
 		if _, err := s.DB().Exec(s.d.rebind("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 'later')"), 99); err != nil {

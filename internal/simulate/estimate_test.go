@@ -6,42 +6,12 @@ import (
 	"math"
 	"sort"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
-	"github.com/envelope-dev/envelope/internal/stats"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // The method of moments RealVariance was estimated by, which
 // TestRealVarianceEstimate reruns on the real fixture runs
 // (docs/rules.md).
-
-// runSample is what the variance estimate needs of one real run: its
-// request rate and count, and its latency samples, sorted, overall and
-// per endpoint.
-type runSample struct {
-	Source    string
-	RPS       float64
-	Requests  float64
-	Aggregate []float64
-	Endpoints map[string][]float64
-}
-
-// sampleOf reads a run with points (k6.LoadOptions.KeepPoints) into a
-// runSample, its endpoints selected as eps selects them.
-func sampleOf(r *k6.Run, eps map[string]envelope.Endpoint) (runSample, error) {
-	s := runSample{Source: r.Source}
-	m := r.Metrics["http_reqs"]
-	if m == nil || r.Duration <= 0 {
-		return s, fmt.Errorf("%s: no http_reqs count or no duration", r.Source)
-	}
-	s.Requests = m.Values["count"]
-	s.RPS = s.Requests / r.Duration.Seconds()
-	s.Aggregate, s.Endpoints = envelope.Samples(r, eps)
-	if len(s.Aggregate) == 0 {
-		return s, fmt.Errorf("%s: no http_req_duration points (load it with its points)", r.Source)
-	}
-	return s, nil
-}
 
 // component is one family's method-of-moments estimate.
 type component struct {
@@ -53,17 +23,6 @@ type component struct {
 	// Run = max(0, Between − Within) the run-level variance, and SD its
 	// square root.
 	Between, Within, Run, SD float64
-}
-
-// sampleLogVar is the sampling variance of ln of the p quantile of
-// sorted samples, from its order-statistic interval; NaN when too few.
-func sampleLogVar(xs []float64, p float64) float64 {
-	lo, hi, ok := stats.QuantileCI(xs, p, 0.95)
-	if !ok {
-		return math.NaN()
-	}
-	se := stats.LogSEOfInterval(lo, hi, 0.95)
-	return se * se
 }
 
 // moments pools the between-run variance of per-run values within
@@ -114,7 +73,7 @@ func moments(family string, groups [][]float64, within [][]float64) (component, 
 // endpoint's own component is what its total exceeds the aggregate
 // level's; Variance.Endpoint is the root mean square of the endpoints'
 // own components (each endpoint draws one factor per run).
-func estimateVariance(groups [][]runSample) (Variance, []component, error) {
+func estimateVariance(groups [][]figures.Run) (Variance, []component, error) {
 	if len(groups) == 0 {
 		return Variance{}, nil, errors.New("no runs")
 	}
@@ -128,18 +87,32 @@ func estimateVariance(groups [][]runSample) (Variance, []component, error) {
 	}
 	var agg, thr fam
 	eps := map[string]*fam{}
+	logOf := func(r *figures.Run, k figures.Key) (x, v float64, ok bool) {
+		rv, ok := r.RunValue(k)
+		return math.Log(rv.X), rv.LogVar, ok && rv.X > 0
+	}
 	for g, runs := range groups {
-		for _, r := range runs {
-			get(&agg, g, math.Log(stats.Quantile(r.Aggregate, 0.5)), sampleLogVar(r.Aggregate, 0.5))
-			get(&thr, g, math.Log(r.RPS), 1/r.Requests)
-			for k, xs := range r.Endpoints {
-				if len(xs) == 0 {
+		for i := range runs {
+			r := &runs[i]
+			for _, f := range []struct {
+				fam *fam
+				key figures.Key
+			}{{&agg, figures.Key{Figure: figures.Median}}, {&thr, figures.Key{Figure: figures.RPS}}} {
+				x, v, ok := logOf(r, f.key)
+				if !ok {
+					return Variance{}, nil, fmt.Errorf("%s: no %s", r.Source, f.key)
+				}
+				get(f.fam, g, x, v)
+			}
+			for _, k := range r.EndpointKeys() {
+				x, v, ok := logOf(r, figures.Key{Endpoint: k, Figure: figures.Median})
+				if !ok {
 					continue
 				}
 				if eps[k] == nil {
 					eps[k] = &fam{}
 				}
-				get(eps[k], g, math.Log(stats.Quantile(xs, 0.5)), sampleLogVar(xs, 0.5))
+				get(eps[k], g, x, v)
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
-	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // withoutShares is env with the request mix removed, as an envelope
@@ -49,7 +49,7 @@ func (m *Model) check(env *envelope.Envelope) []string {
 }
 
 // simulate6m writes and loads a 6-minute run of env.
-func simulate6m(t *testing.T, env *envelope.Envelope, o Options) *k6.Run {
+func simulate6m(t *testing.T, env *envelope.Envelope, o Options) figures.Run {
 	t.Helper()
 	o.Duration = 6 * time.Minute
 	key := fmt.Sprintf("%p %+v", env, o)
@@ -61,8 +61,7 @@ func simulate6m(t *testing.T, env *envelope.Envelope, o Options) *k6.Run {
 		t.Fatal(err)
 	}
 	// The loader computes percentiles with k6's own formula.
-	run, err := k6.LoadReader(fmt.Sprintf("seed-%d", o.Seed), &b,
-		k6.LoadOptions{Stats: []string{"avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"}})
+	run, err := figures.ReadRun(fmt.Sprintf("seed-%d", o.Seed), &b, figures.LoadOptions(0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func simulate6m(t *testing.T, env *envelope.Envelope, o Options) *k6.Run {
 }
 
 // runCache holds runs several tests load (tests here run sequentially).
-var runCache = map[string]*k6.Run{}
+var runCache = map[string]figures.Run{}
 
 // The fitted model itself reproduces the aggregate median and p95 bands,
 // and the p99 band within 1.5% (the band spans 1.6%; the endpoint fits
@@ -115,21 +114,17 @@ func TestSimulatedRunInsideEnvelope(t *testing.T) {
 		}
 		for _, seed := range []uint64{1, 2, 3} {
 			run := simulate6m(t, tc.env, Options{Seed: seed})
-			n := run.Metrics["http_reqs"].Values["count"]
-			d := run.Metrics["http_req_duration"].Values
-			for _, q := range []struct {
-				stat string
-				p    float64
-				band envelope.Band
-			}{{"med", 0.5, env.Latency.Median}, {"p(95)", 0.95, env.Latency.P95}, {"p(99)", 0.99, env.Latency.P99}} {
-				se := math.Sqrt(q.p*(1-q.p)/n) / mixDensity(m, mixQuantile(m.Endpoints, q.p))
-				lo, hi := q.band.Min-3*se, q.band.Max+3*se
-				if v := d[q.stat]; v < lo || v > hi {
+			n := float64(run.Requests)
+			for _, q := range figures.Percentiles() {
+				p, band := q.Def().Quantile, env.Latency.Band(q)
+				se := math.Sqrt(p*(1-p)/n) / mixDensity(m, mixQuantile(m.Endpoints, p))
+				lo, hi := band.Min-3*se, band.Max+3*se
+				if v, _ := run.Aggregate().Stat(q); v < lo || v > hi {
 					t.Errorf("%s seed %d: aggregate %s = %.2f ms, band %.2f–%.2f widened to %.2f–%.2f",
-						tc.name, seed, q.stat, v, q.band.Min, q.band.Max, lo, hi)
+						tc.name, seed, q, v, band.Min, band.Max, lo, hi)
 				}
 			}
-			rate := n / run.Duration.Seconds()
+			rate := n / run.Duration().Seconds()
 			if lo, hi := env.Throughput.Min*0.98, env.Throughput.Max*1.02; rate < lo || rate > hi {
 				t.Errorf("%s seed %d: %.2f req/s, band ±2%% %.2f–%.2f", tc.name, seed, rate, lo, hi)
 			}
@@ -157,7 +152,7 @@ func TestCompareSimulated(t *testing.T) {
 		{"1% errors", []Options{{Seed: 5, ErrorRate: 0.01}}, "error_rate", ""},
 	}
 	for _, tc := range cases {
-		var runs []*k6.Run
+		var runs []figures.Run
 		for _, o := range tc.runs {
 			runs = append(runs, simulate6m(t, env, o))
 		}
@@ -170,7 +165,7 @@ func TestCompareSimulated(t *testing.T) {
 		for _, f := range res.Figures {
 			if f.Verdict == compare.Regression {
 				regressed = append(regressed, f.Label())
-				if f.Name == tc.figure && f.Endpoint == tc.endpoint {
+				if string(f.Name) == tc.figure && f.Endpoint == tc.endpoint {
 					found = true
 				}
 			}

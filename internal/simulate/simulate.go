@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
 )
 
@@ -221,7 +222,7 @@ func mixQuantile(eps []Endpoint, p float64) float64 {
 }
 
 type aggTarget struct {
-	name string
+	name figures.Name
 	p    float64
 	band envelope.Band
 	mid  float64
@@ -230,7 +231,8 @@ type aggTarget struct {
 // aggTargets are the overall quantile bands the mix must reproduce.
 func aggTargets(l envelope.Latency) []aggTarget {
 	var ts []aggTarget
-	for _, t := range []aggTarget{{"median", 0.5, l.Median, 0}, {"p95", 0.95, l.P95, 0}, {"p99", 0.99, l.P99, 0}} {
+	for _, n := range figures.Percentiles() {
+		t := aggTarget{name: n, p: n.Def().Quantile, band: l.Band(n)}
 		if v, ok := mid(t.band); ok {
 			t.mid = v
 			ts = append(ts, t)

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -18,29 +17,19 @@ import (
 // clean runs 01–10, its upload-step runs 11–19 and 21–22 (run-20 is a
 // one-off slow run, left out), its auth-step runs 23–30; and the three
 // 6-minute baselines of the same workload.
-func realGroups(tb testing.TB) (history, baselines [][]runSample) {
+func realGroups(tb testing.TB) (history, baselines [][]figures.Run) {
 	tb.Helper()
-	load := func(paths []string) []runSample {
-		in, err := envelope.ReadFiles(paths, k6.LoadOptions{KeepPoints: true})
+	load := func(paths []string) []figures.Run {
+		in, err := figures.ReadFiles(paths, figures.LoadOptions(0, ""))
 		if err != nil {
 			tb.Fatal(err)
 		}
-		env, err := envelope.Compute(in, envelope.Options{Name: "variance"})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out := make([]runSample, len(in))
-		for i, r := range in {
-			if out[i], err = sampleOf(r.Run, env.Endpoints); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		return out
+		return in
 	}
 	for _, g := range fixtures.HistoryCleanGroups(tb) {
 		history = append(history, load(g))
 	}
-	baselines = [][]runSample{load(fixtures.Baselines(tb))}
+	baselines = [][]figures.Run{load(fixtures.Baselines(tb))}
 	return history, baselines
 }
 
@@ -88,19 +77,15 @@ func TestRunVarianceRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	est := func(v Variance) Variance {
-		var runs []runSample
+		var runs []figures.Run
 		for seed := uint64(1); seed <= 120; seed++ {
 			r, err := m.Run(Options{Seed: seed, Duration: 2 * time.Minute, Variance: v}, fmt.Sprint(seed))
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := sampleOf(r, env.Endpoints)
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs = append(runs, s)
+			runs = append(runs, r)
 		}
-		got, _, err := estimateVariance([][]runSample{runs})
+		got, _, err := estimateVariance([][]figures.Run{runs})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +115,7 @@ func TestRunIterationsPoisson(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counts = append(counts, r.Metrics["iterations"].Values["count"])
+		counts = append(counts, float64(r.Iterations))
 	}
 	mean, v := stats.MeanVar(counts)
 	// 59 df: the variance of a Poisson count is estimated within ±40%

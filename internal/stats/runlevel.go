@@ -14,7 +14,17 @@ import (
 // outside the sample (too few samples for the interval to reach the
 // confidence), and then no interval is given.
 func QuantileCI(sorted []float64, p, confidence float64) (lo, hi float64, ok bool) {
-	n := len(sorted)
+	j, k, ok := QuantileCIRanks(len(sorted), p, confidence)
+	if !ok {
+		return 0, 0, false
+	}
+	return sorted[j], sorted[k], true
+}
+
+// QuantileCIRanks are the 0-based ranks of the order statistics that
+// bound QuantileCI's interval among n samples, for callers that find
+// order statistics without a sorted slice (a sketch); ok as QuantileCI's.
+func QuantileCIRanks(n int, p, confidence float64) (lo, hi int, ok bool) {
 	if n == 0 || !(p > 0 && p < 1) || !(confidence > 0 && confidence < 1) {
 		return 0, 0, false
 	}
@@ -27,7 +37,7 @@ func QuantileCI(sorted []float64, p, confidence float64) (lo, hi float64, ok boo
 	if j < 1 || k > n {
 		return 0, 0, false
 	}
-	return sorted[j-1], sorted[k-1], true
+	return j - 1, k - 1, true
 }
 
 // LogSEOfInterval turns a confidence interval [lo, hi] of a positive
@@ -163,4 +173,47 @@ func MeanVar(xs []float64) (mean, variance float64) {
 		variance += (x - mean) * (x - mean)
 	}
 	return mean, variance / float64(len(xs)-1)
+}
+
+// RunLevel is RunLevelLog on the runs' own n_base + n_cand − 2 degrees
+// of freedom, since the between-run variance rests on them alone however
+// much of a run's variance its samples explain: the interval a
+// comparison of runs judges by.
+func RunLevel(base, cand []RunValue, confidence float64) (RatioCI, error) {
+	r, err := RunLevelLog(base, cand, confidence)
+	if df := float64(len(base) + len(cand) - 2); err == nil && r.DF > df {
+		r = r.WithDF(df)
+	}
+	return r, err
+}
+
+// RunLevelMDC is the minimum detectable change (ratio − 1) RunLevel
+// gives for later candidate runs, each like typical: the change a
+// comparison can tell before any later run exists. ok is false with
+// fewer than 2 baseline runs or no later run.
+func RunLevelMDC(base []RunValue, typical RunValue, later int, confidence float64) (float64, bool) {
+	if len(base) < 2 || later < 1 {
+		return 0, false
+	}
+	cand := make([]RunValue, later)
+	for i := range cand {
+		cand[i] = typical
+	}
+	r, err := RunLevel(base, cand, confidence)
+	if err != nil || math.IsNaN(r.MDC) {
+		return 0, false
+	}
+	return r.MDC, true
+}
+
+// GeoMean is the geometric mean of positive xs; NaN when empty.
+func GeoMean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += math.Log(x)
+	}
+	return math.Exp(s / float64(len(xs)))
 }

@@ -39,11 +39,13 @@ func (b *buckets) add(i int, n uint64) {
 		return
 	}
 	if i < b.off {
-		grow := b.off - i
-		nc := make([]uint64, len(b.counts)+grow, len(b.counts)+grow+grow/2)
+		// Grown downward with room to spare, as append grows upward:
+		// values that arrive in falling order cost few copies.
+		grow := max(b.off-i, len(b.counts)/2)
+		nc := make([]uint64, len(b.counts)+grow)
 		copy(nc[grow:], b.counts)
 		b.counts = nc
-		b.off = i
+		b.off -= grow
 	}
 	j := i - b.off
 	for j >= len(b.counts) {
@@ -148,6 +150,16 @@ func (s *Sketch) rank(r uint64) float64 {
 		}
 	}
 	return math.Min(math.Max(v, s.min), s.max)
+}
+
+// QuantileCI is QuantileCI's interval read from the sketch: the order
+// statistics at the interval's ranks, each within α of the exact one.
+func (s *Sketch) QuantileCI(p, confidence float64) (lo, hi float64, ok bool) {
+	j, k, ok := QuantileCIRanks(int(s.count), p, confidence)
+	if !ok {
+		return 0, 0, false
+	}
+	return s.rank(uint64(j)), s.rank(uint64(k)), true
 }
 
 // Quantile estimates k6's percentile p (in [0,1]): the two samples around

@@ -1,0 +1,181 @@
+package k6
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/envelope-dev/envelope/internal/stats"
+)
+
+// TimelineBins bounds a Timeline: once more bins would be needed, the
+// bins double in width instead.
+const TimelineBins = 64
+
+// timelineWidth is a timeline's narrowest bin, in nanoseconds.
+const timelineWidth = int64(250 * time.Millisecond)
+
+// Timeline is a point stream's http_req_duration samples in equal time
+// bins, each bin a sketch of the samples that fell in it. Bins are Width
+// long and aligned to the Unix epoch; their width doubles (neighbours
+// merge) whenever the samples would span more than TimelineBins, so the
+// memory is bounded whatever the run's length.
+type Timeline struct {
+	Width time.Duration
+	// First and Last are the earliest and latest sample's times.
+	First, Last time.Time
+	// Bins in time order; a bin without samples is left out.
+	Bins []TimeBin
+}
+
+// TimeBin is one bin of a Timeline.
+type TimeBin struct {
+	Start   time.Time
+	Samples *stats.Sketch
+}
+
+// binner builds one worker's part of a timeline. Samples wait in a
+// buffer until it fills or the timeline is read, and then go to bins of
+// the width their span needs, so a run's bins are made about once rather
+// than made narrow and merged again and again as the run goes on.
+type binner struct {
+	width      int64
+	bins       map[int64]*stats.Sketch // by bin index, time / width
+	lo, hi     int64                   // the smallest and largest index
+	minT, maxT int64
+	buf        []timedSample
+}
+
+type timedSample struct {
+	t int64
+	v float64
+}
+
+// binnerBuffer is how many samples a binner holds before binning them.
+const binnerBuffer = 1 << 14
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (b *binner) add(t int64, v float64) {
+	if b.buf == nil && b.bins == nil {
+		b.minT, b.maxT = t, t
+		b.lo, b.hi = math.MaxInt64, math.MinInt64
+	}
+	b.minT, b.maxT = min(b.minT, t), max(b.maxT, t)
+	b.buf = append(b.buf, timedSample{t, v})
+	if len(b.buf) == binnerBuffer {
+		b.flush()
+	}
+}
+
+// flush bins the buffered samples, at the narrowest width (a power of
+// two times timelineWidth) that keeps every sample seen within
+// TimelineBins bins.
+func (b *binner) flush() {
+	if len(b.buf) == 0 {
+		return
+	}
+	if b.bins == nil {
+		b.width, b.bins = timelineWidth, map[int64]*stats.Sketch{}
+	}
+	for floorDiv(b.maxT, b.width)-floorDiv(b.minT, b.width) >= TimelineBins {
+		b.coarsen()
+	}
+	for _, s := range b.buf {
+		i := floorDiv(s.t, b.width)
+		sk := b.bins[i]
+		if sk == nil {
+			sk = &stats.Sketch{}
+			b.bins[i] = sk
+			b.lo, b.hi = min(b.lo, i), max(b.hi, i)
+		}
+		sk.Add(s.v)
+	}
+	b.buf = b.buf[:0]
+}
+
+// coarsen doubles the bins' width, merging each pair of neighbours.
+func (b *binner) coarsen() {
+	b.width *= 2
+	nb := make(map[int64]*stats.Sketch, len(b.bins)/2+1)
+	for i, sk := range b.bins {
+		j := floorDiv(i, 2)
+		if d := nb[j]; d != nil {
+			d.Merge(sk)
+		} else {
+			nb[j] = sk
+		}
+	}
+	b.bins = nb
+	if len(nb) > 0 {
+		b.lo, b.hi = floorDiv(b.lo, 2), floorDiv(b.hi, 2)
+	}
+}
+
+// merge adds o's bins, both taken to the wider of the two widths.
+func (b *binner) merge(o *binner) {
+	o.flush()
+	if o.bins == nil {
+		return
+	}
+	if b.bins == nil {
+		*b = *o
+		return
+	}
+	b.flush()
+	b.minT, b.maxT = min(b.minT, o.minT), max(b.maxT, o.maxT)
+	for b.width < o.width {
+		b.coarsen()
+	}
+	for o.width < b.width {
+		o.coarsen()
+	}
+	for i, sk := range o.bins {
+		if d := b.bins[i]; d != nil {
+			d.Merge(sk)
+		} else {
+			b.bins[i] = sk
+		}
+	}
+	b.lo, b.hi = min(b.lo, o.lo), max(b.hi, o.hi)
+	for b.hi-b.lo >= TimelineBins {
+		b.coarsen()
+	}
+}
+
+// timeline is the bins in time order; nil without samples.
+func (b *binner) timeline() *Timeline {
+	b.flush()
+	if len(b.bins) == 0 {
+		return nil
+	}
+	idx := make([]int64, 0, len(b.bins))
+	for i := range b.bins {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	t := &Timeline{Width: time.Duration(b.width), First: time.Unix(0, b.minT).UTC(), Last: time.Unix(0, b.maxT).UTC()}
+	for _, i := range idx {
+		t.Bins = append(t.Bins, TimeBin{Start: time.Unix(0, i*b.width).UTC(), Samples: b.bins[i]})
+	}
+	return t
+}
+
+// fingerprint adds one sample to a multiset fingerprint: the sum of a
+// mix of each sample's bits, so order does not matter and views over
+// different classes add up.
+func fingerprint(fp uint64, v float64) uint64 {
+	x := math.Float64bits(v)
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return fp + x
+}
