@@ -141,7 +141,8 @@ func demoBaseline(_ context.Context, d *demoEnv) error {
 	return nil
 }
 
-// headline is the envelope in three lines, in the baseline report's words.
+// headline is the envelope in three lines: throughput (mean, band, CV),
+// latency (p95 and p99 bands, mean of medians), errors and saturation.
 // A band whose ends print alike (one run) is one figure, not "x–x".
 func headline(env *envelope.Envelope) string {
 	var b strings.Builder

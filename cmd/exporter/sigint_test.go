@@ -33,11 +33,11 @@ const sigintTries = 8
 // serve stops cleanly (exit 0, within a bound) on a SIGINT that comes at
 // any moment from its first log line on: while it reads its envelope and
 // builds its server, while it replays a finished run, while it follows a
-// file, and while OTLP requests stream in. The signal handler used to be
-// installed only after the envelopes were read and the server built, so
-// a SIGINT in that window killed serve uncleanly, or was lost when the
-// shell had started it with SIGINT ignored (a script's background job),
-// leaving it running. The binary is built once, outside the bound.
+// file, and while OTLP requests stream in. A handler installed only after
+// the envelopes are read and the server built would leave a window in
+// which a SIGINT kills serve uncleanly, or is lost when the shell started
+// it with SIGINT ignored (a script's background job), leaving it running.
+// The binary is built once, outside the bound.
 func TestServeStopsOnSIGINTAtAnyMoment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts serve many times")

@@ -13,7 +13,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/figures"
 )
 
-// testEnvelope is a five-run baseline shaped like the baseline document: ~56
+// testEnvelope is a five-run baseline shaped like the demo's: ~56
 // req/s, p95 358-405 ms, p99 923-937 ms, zero errors, 50 VUs.
 func testEnvelope() *envelope.Envelope {
 	env := &envelope.Envelope{APIVersion: envelope.APIVersion, Kind: envelope.Kind, Name: "baseline-mix",

@@ -361,10 +361,10 @@ func TestSimulatedEndpointRegression(t *testing.T) {
 // seeds measured), 5 baseline runs, 1 and 3 candidate runs. Every floor
 // is the binomial lower bound (0.5% risk) below the rate measured over
 // 100 or 200 seeds, the one ceiling the upper bound above it, and no
-// clean comparison may raise a Regression. The default before (endpoint
-// medians judged on their own) and the medians judged against the other
-// endpoints alone are judged on the same runs and must fail the guard,
-// the one a floor, the other the ceiling: the guard can fail.
+// clean comparison may raise a Regression. Endpoint medians judged on
+// their own, and judged against the other endpoints alone, are judged on
+// the same runs and must fail the guard, the one a floor, the other the
+// ceiling: the guard can fail.
 func TestComparePower(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 540 runs")
@@ -378,7 +378,7 @@ func TestComparePower(t *testing.T) {
 	for _, f := range checkFloors(rows, 0) {
 		t.Error(f)
 	}
-	// The default before misses the endpoint medians' floors; judged
+	// Judged on their own, endpoint medians miss their floors; judged
 	// against the other endpoints without asking the endpoint's own
 	// estimate to rise, the unchanged endpoint breaks the ceiling.
 	for vi, want := range map[int]string{1: "actor_get +15%", 2: "all but auth_login −10%"} {

@@ -20,12 +20,13 @@ type powerVariant struct {
 	variant variant
 }
 
-// powerVariants: the default first, the default before it second, then
-// the alternatives they were chosen over, the last the rule before the
-// Kayenta-like one (interval beyond the tolerance, Holm across every
-// figure, Satterthwaite's degrees of freedom). The variants measured
-// before endpoint medians were judged against the run's other endpoints
-// keep judging them on their own, as measured.
+// powerVariants: the default first, the default with endpoint medians
+// judged on their own second, then the alternatives they were chosen
+// over, the last an interval rule (interval beyond the tolerance, Holm
+// across every figure, Satterthwaite's degrees of freedom) in place of
+// the Kayenta-like one. The variants from the seventh on judge endpoint
+// medians on their own, as the second does, and change other parts of
+// the judgement.
 func powerVariants() []powerVariant {
 	alone := func(v variant) variant { v.reference = refAlone; return v }
 	return []powerVariant{
@@ -77,7 +78,7 @@ const (
 	ruleHalf
 	// ruleInterval: the whole interval lies beyond the tolerance and the
 	// one-sided p of a change beyond the tolerance survives Holm across
-	// the family (the rule before per-family control).
+	// the family.
 	ruleInterval
 )
 

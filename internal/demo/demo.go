@@ -1,7 +1,7 @@
 // Package demo holds the embedded sample data `envelope demo` runs on:
 // five k6 summary exports (--summary-export) of a 6-minute, 50-VU
-// baseline-mix test, consistent with every figure of the reference
-// baseline document (throughput 55.97–56.28 req/s, mean 56.1, CV 0.24%;
+// baseline-mix test, a baseline with these figures (throughput
+// 55.97–56.28 req/s, mean 56.1, CV 0.24%;
 // p95 357.7–405.3 ms; p99 922.7–937.2 ms; 101,882 requests, none failed;
 // the actor_get, auth_login, auth_register and document_upload bands),
 // the `k6 inspect` options of the script, and the envelope derived from

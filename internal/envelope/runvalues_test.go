@@ -137,8 +137,8 @@ func TestRunValuesFromPoints(t *testing.T) {
 	}
 }
 
-// A file written before per-run endpoint values were kept still loads,
-// and says what it lacks.
+// An envelope file without per-run endpoint values still loads, and says
+// what it lacks.
 func TestOldEnvelopeLoadsWithWarning(t *testing.T) {
 	env, err := demo.Envelope()
 	if err != nil {

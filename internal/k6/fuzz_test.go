@@ -148,8 +148,8 @@ func FuzzLoadCSV(f *testing.F) {
 
 // checkErrorLine: a "file:N:" error names a line that exists and has
 // content, never the empty line after a final newline (a JSON decoder's
-// offset counts the offending byte, which is how line 2 of a one-line file
-// was once reported). "no samples" names the end of the stream instead.
+// offset counts the offending byte, which, taken as is, names line 2 of a
+// one-line file). "no samples" names the end of the stream instead.
 func checkErrorLine(t *testing.T, name string, input []byte, err error) {
 	msg := strings.TrimPrefix(err.Error(), name+":")
 	colon := strings.IndexByte(msg, ':')

@@ -7,8 +7,8 @@ import (
 
 // Every load error names the line that is bad, whatever the line endings
 // and whether the file ends with a newline. The JSON decoder reports the
-// offset just past the offending byte, and a trailing newline after a
-// truncated document used to push both past the end of the bad line.
+// offset just past the offending byte, so a trailing newline after a
+// truncated document must not push the line past the bad one.
 func TestErrorLineNumbers(t *testing.T) {
 	csvRow := "http_reqs,1796028664,1.000000,,,home,,"
 	docLines := []string{ // a summary export spread over five lines

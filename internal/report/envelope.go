@@ -22,10 +22,10 @@ import (
 
 // WriteEnvelopeReport writes the envelope's Markdown report to mdPath and
 // its charts, in light and dark variants, to charts/light and charts/dark
-// beside it. The sections follow the baseline document (Method;
-// Throughput; Iteration rate; Latency; Error rate; Endpoint bands;
-// Aggregate tail behaviour; Steady-state operating point; Saturation) and
-// restate its figures with its rounding (see envFig).
+// beside it. The sections go from how the envelope was made to what it
+// says about load (Method; Throughput; Iteration rate; Latency; Error
+// rate; Endpoint bands; Aggregate tail behaviour; Steady-state operating
+// point; Saturation), each figure rounded for reading (see envFig).
 func WriteEnvelopeReport(env *envelope.Envelope, mdPath string) error {
 	if env == nil {
 		return fmt.Errorf("envelope report: no envelope")
@@ -296,8 +296,9 @@ func envWorkloadLine(env *envelope.Envelope) (bool, string) {
 	return true, strings.Join(parts, ", ")
 }
 
-// envFig formats a figure as the reference baseline report does: four significant
-// figures, at most two decimals (55.97, 357.7, 7.01, 1020).
+// envFig formats a figure for reading: four significant figures, at most
+// two decimals (55.97, 357.7, 7.01, 1020), fewer than the six the
+// envelope keeps.
 func envFig(v float64) string {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return strconv.FormatFloat(v, 'f', -1, 64)
@@ -327,7 +328,7 @@ func roundsAHalf(v float64, d int) bool {
 
 func envFixed(v float64, d int) string { return strconv.FormatFloat(v, 'f', d, 64) }
 
-// envRange is "lo–hi" with the reference baseline report's en dash (d < 0 uses envFig), or
+// envRange is "lo–hi" with an en dash, the sign of a range (d < 0 uses envFig), or
 // one figure when both ends print the same (a band from a single run),
 // never "931.4–931.4".
 func envRange(lo, hi float64, d int) string {
