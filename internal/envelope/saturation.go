@@ -7,10 +7,11 @@ import (
 	"github.com/envelope-dev/envelope/internal/figures"
 )
 
-// saturation judges whether the runs were below saturation by the three
-// signs the baseline method names: throughput degradation, latency inflation and
-// error emergence. It says "below saturation" only when none is seen and
-// there were enough runs to see them, and gives the figures either way.
+// saturation judges whether the runs were below saturation by four signs:
+// throughput degradation, latency inflation, error emergence and dropped
+// iterations (an arrival rate the VUs could not keep). It says "below
+// saturation" only when none is seen and there were enough runs to see
+// them, and gives the figures either way.
 func saturation(env *Envelope, runs []figures.Run) Saturation {
 	var signs, clear []string
 	n := len(env.Runs)

@@ -135,7 +135,7 @@ func TestSimulatedRunInsideEnvelope(t *testing.T) {
 // compare judges baseline-like simulated runs as no regression, and
 // finds each injected one: +15% latency on auth_register (register is 2.4%
 // of requests, about 500 a run: one run detects it about half the time,
-// so as the baseline method does the candidate is three runs), and 1%
+// so the candidate is three runs), and 1%
 // errors (one run).
 func TestCompareSimulated(t *testing.T) {
 	env := demoEnvelope(t)

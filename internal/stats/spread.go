@@ -21,8 +21,8 @@ func Mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// StdDev is the sample standard deviation (n-1 denominator), as the
-// baseline method asks: each run is one sample of the service. It is 0 for
+// StdDev is the sample standard deviation (n-1 denominator): each run is
+// one sample of the service, not the whole of it. It is 0 for
 // a single value and NaN for none.
 func StdDev(xs []float64) float64 {
 	switch len(xs) {
