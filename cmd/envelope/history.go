@@ -407,7 +407,9 @@ func (c *cli) compareBranch(f historyFlags, branch string, last, cands int, opts
 	if len(base) < 2 {
 		return nil, fmt.Errorf("history %s: test %s has %d run(s) on the main line (%s): a comparison needs at least 2", s.Where, test, len(base), *f.mainBranch)
 	}
-	env, err := runstore.Envelope(base, nil, fmt.Sprintf("%s main line, latest %d runs", test, len(base)))
+	// The main line's latest runs, whatever workloads they ran: the
+	// candidates are judged against the first's.
+	env, err := runstore.Envelope(base, nil, fmt.Sprintf("%s main line, latest %d runs", test, len(base)), true)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func (c *cli) historyRebaselineCommand(parent *kingpin.CmdClause, f historyFlags
 		if n == "" && old == nil {
 			n = test
 		}
-		env, err := runstore.Envelope(rb.Records, old, n)
+		env, err := runstore.Envelope(rb.Records, old, n, false)
 		if err != nil {
 			return err
 		}

@@ -65,12 +65,15 @@ type Def struct {
 	// Latency says the figure is a latency statistic, which the
 	// aggregate and every endpoint have.
 	Latency bool
+	// Rate says the figure is a count over the run's span: its own
+	// sampling error is the count's (Value.LogVar).
+	Rate bool
 }
 
 // defs are every figure, headline figures first: the one list.
 var defs = [...]Def{
-	{Name: RPS, Unit: "req/s", Polarity: LowerIsWorse, Label: "throughput"},
-	{Name: IterationsPerS, Unit: "iter/s", Polarity: LowerIsWorse, Label: "iteration rate"},
+	{Name: RPS, Unit: "req/s", Polarity: LowerIsWorse, Label: "throughput", Rate: true},
+	{Name: IterationsPerS, Unit: "iter/s", Polarity: LowerIsWorse, Label: "iteration rate", Rate: true},
 	{Name: RequestsPerIter, Unit: "req/iter", Polarity: HigherIsWorse, Label: "requests per iteration"},
 	{Name: ErrorRate, Unit: "ratio", Polarity: HigherIsWorse, Label: "error rate"},
 	{Name: Avg, Unit: "ms", Polarity: HigherIsWorse, Label: "avg", Stat: "avg", Latency: true},

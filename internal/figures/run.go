@@ -304,7 +304,7 @@ func (r *Run) RunValue(k Key) (stats.RunValue, bool) {
 // see Run.RunValue.
 func (v Value) LogVar(n Name) float64 {
 	switch {
-	case n == RPS || n == IterationsPerS:
+	case n.Def().Rate:
 		return countLogVar(float64(v.Count))
 	case v.CI != nil:
 		se := stats.LogSEOfInterval(v.CI.Low, v.CI.High, IntervalConfidence)
@@ -394,7 +394,7 @@ func Baseline(runs []Run, k Key) (values []stats.RunValue, typical stats.RunValu
 	typical = stats.RunValue{X: stats.GeoMean(xs), LogVar: math.NaN()}
 	switch {
 	case len(values) == 0:
-	case k.Figure == RPS || k.Figure == IterationsPerS:
+	case k.Figure.Def().Rate:
 		typical.LogVar = countLogVar(counts / float64(len(values)))
 	case known > 0:
 		typical.LogVar = vars / float64(known)

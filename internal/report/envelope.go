@@ -223,7 +223,7 @@ type envEndpointView struct {
 func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	n := len(env.Runs)
 	v := &envView{E: env, T: env.Throughput, L: env.Latency, N: n, DF: n - 1, Title: env.Name,
-		Runs: envCount(n) + " run", Confidence: envPct(env.Tolerance.Confidence, 0), Outliers: envOutliers(env)}
+		Runs: envCount(n) + " run", Confidence: envPct(figures.Confidence(env.Tolerance.Confidence), 0), Outliers: envOutliers(env)}
 	if n != 1 {
 		v.Runs += "s"
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // planCandRuns is the number of later runs the runs plan assumes: the
@@ -27,7 +28,7 @@ func runsPlanSection(env *envelope.Envelope) string {
 	if len(plans) == 0 {
 		return ""
 	}
-	conf := envPct(env.Tolerance.Confidence, 0)
+	conf := envPct(figures.Confidence(env.Tolerance.Confidence), 0)
 	var b strings.Builder
 	p0 := plans[0]
 	sizes := make([]string, len(p0.Rows))

@@ -60,18 +60,19 @@ func (rec Record) RunFigures() figures.Run {
 }
 
 // Envelope derives an envelope from recorded runs by the baseline method
-// (envelope.Compute over their figures, their workloads' differences
-// accepted as warnings), as `envelope baseline` derives one from files.
-// With a current envelope, the new one keeps its name, match, tolerance,
-// workload, warm-up, grouping, endpoint labels and topology, so that it
-// judges the same tests the same way.
-func Envelope(recs []Record, cur *envelope.Envelope, name string) (*envelope.Envelope, error) {
+// (envelope.Compute over their figures), as `envelope baseline` derives
+// one from files; force accepts runs of different workloads, the
+// differences as warnings, as `baseline --force` does. With a current
+// envelope, the new one keeps its name, match, tolerance, workload,
+// warm-up, grouping, endpoint labels and topology, so that it judges the
+// same tests the same way.
+func Envelope(recs []Record, cur *envelope.Envelope, name string, force bool) (*envelope.Envelope, error) {
 	runs := make([]figures.Run, len(recs))
 	for i, r := range recs {
 		runs[i] = r.RunFigures()
 		runs[i].Source = r.SourceFile
 	}
-	o := envelope.Options{Name: name, Force: true}
+	o := envelope.Options{Name: name, Force: force}
 	if cur != nil {
 		o.Name, o.Match, o.GroupBy = cmp.Or(name, cur.Name), cur.Match, cur.Provenance.GroupBy
 		tol, w := cur.Tolerance, cur.Provenance.Workload
