@@ -226,7 +226,7 @@ func TestSaturationWithinRuns(t *testing.T) {
 	spec := threeRuns()[0]
 	in := spec.input()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in.Halves = &figures.Halves{Span: 2 * time.Minute, Requests: [2]int64{60, 60}, P95: [2]float64{100, 200}}
+	in.Halves = &figures.Halves{Requests: [2]int64{60, 60}, P95: [2]float64{100, 200}}
 	in.Provenance.Start, in.Provenance.End = t0, t0.Add(2*time.Minute)
 	env, err := Compute([]figures.Run{in}, Options{})
 	if err != nil {

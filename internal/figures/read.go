@@ -43,9 +43,8 @@ func OptionsOf(opts k6.LoadOptions) ReadOptions {
 	return ReadOptions{GroupBy: opts.GroupBy, SkipWarmup: opts.SkipWarmup}
 }
 
-// Read takes a loaded k6 run's figures. Every figure is read by k6's
-// own names in every format k6 writes (a machine-readable summary's p95
-// as p(95)), rounded as Round says.
+// Read takes a loaded k6 run's figures, read by k6's own statistic names
+// (the loader gives every format those), rounded as Round says.
 func Read(r *k6.Run, src Source, o ReadOptions) (Run, error) {
 	name := src.File
 	if name == "" {
@@ -126,13 +125,10 @@ func (r *Run) Tag(name string) string {
 	return ""
 }
 
-// stat reads a trend statistic by k6's name, or by the name a
-// machine-readable summary writes it under (p95 for p(95)).
+// stat reads a trend statistic by k6's name; a NaN or infinite value
+// reads as absent.
 func stat(m *k6.Metric, name string) (float64, bool) {
 	v, ok := m.Values[name]
-	if !ok {
-		v, ok = m.Values[strings.NewReplacer("(", "", ")", "").Replace(name)]
-	}
 	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
 	}
@@ -267,7 +263,7 @@ func halves(t *k6.Timeline) *Halves {
 	}
 	mid := t.First.Add(t.Last.Sub(t.First) / 2)
 	var sk [2]stats.Sketch
-	h := &Halves{Span: t.Last.Sub(t.First)}
+	h := &Halves{}
 	for _, b := range t.Bins {
 		i := 0
 		if !b.Start.Add(t.Width / 2).Before(mid) {

@@ -127,7 +127,6 @@ type Source struct {
 // Halves are a run's second half against its first: its request count
 // and its http_req_duration p95 in each half of its span.
 type Halves struct {
-	Span     time.Duration
 	Requests [2]int64
 	P95      [2]float64
 }

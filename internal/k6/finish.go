@@ -338,7 +338,7 @@ func (fi *finisher) sketched(t *target, out *Metric, st []trendStat, declared bo
 	n := float64(sk.Count())
 	out.Fingerprint = fi.fingerprintOf(t)
 	for _, s := range st {
-		if lo, hi, ok := sk.QuantileCI(s.p, fi.conf); ok && s.p > 0 {
+		if lo, hi, ok := sk.QuantileCI(s.p, fi.conf); ok {
 			out.addInterval(s.name, lo, hi)
 		}
 		var v float64
@@ -373,7 +373,7 @@ func (fi *finisher) exact(t *target, out *Metric, st []trendStat, declared bool,
 	n := len(vals)
 	out.Fingerprint = fi.fingerprintOf(t)
 	for _, s := range st {
-		if lo, hi, ok := stats.QuantileCI(vals, s.p, fi.conf); ok && s.p > 0 {
+		if lo, hi, ok := stats.QuantileCI(vals, s.p, fi.conf); ok {
 			out.addInterval(s.name, lo, hi)
 		}
 		var v float64

@@ -66,8 +66,8 @@ type Metric struct {
 	// summaries, which hold no samples.
 	Intervals map[string]Interval
 	// Fingerprint identifies a trend view's samples as a multiset: two
-	// views of the same samples, in any order, have the same one. 0 for
-	// summaries.
+	// views of the same samples, in any order, have the same one. Point
+	// streams read with LoadOptions.GroupBy have it; 0 otherwise.
 	Fingerprint uint64
 }
 

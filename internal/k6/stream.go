@@ -93,6 +93,9 @@ type shared struct {
 	maxT      atomic.Int64
 	firstVusT atomic.Int64
 	iterT     atomic.Int64
+	// fingerprints: trend views get their Fingerprint, which tells a
+	// group of the same samples as a trend apart; only groups need it.
+	fingerprints bool
 }
 
 type worker struct {
@@ -164,7 +167,7 @@ func newPointLoad(name string, f Format, br *bufio.Reader, opts *LoadOptions) (*
 	if _, err := parseStats(l.stats); err != nil {
 		return nil, err
 	}
-	sh := &shared{opts: opts, keepPts: opts.KeepPoints}
+	sh := &shared{opts: opts, keepPts: opts.KeepPoints, fingerprints: opts.GroupBy != ""}
 	sh.errIdx.Store(math.MaxInt64)
 	l.sh = sh
 	sh.reg = newRegistry(f, opts)
@@ -593,13 +596,15 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 	v := w.curV
 	m := s.metric
 	if m.typ == Trend {
-		for len(w.fps) <= m.idx {
-			w.fps = append(w.fps, nil)
+		if w.sh.fingerprints {
+			for len(w.fps) <= m.idx {
+				w.fps = append(w.fps, nil)
+			}
+			for len(w.fps[m.idx]) <= int(s.class) {
+				w.fps[m.idx] = append(w.fps[m.idx], 0)
+			}
+			w.fps[m.idx][s.class] = fingerprint(w.fps[m.idx][s.class], v)
 		}
-		for len(w.fps[m.idx]) <= int(s.class) {
-			w.fps[m.idx] = append(w.fps[m.idx], 0)
-		}
-		w.fps[m.idx][s.class] = fingerprint(w.fps[m.idx][s.class], v)
 		if m.timeline {
 			w.tl.add(w.curT, v)
 		}

@@ -93,7 +93,7 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 		r.Endpoints[e.Key] = figures.FromSamples(per[i], sums[i])
 	}
 	if secs >= 20 && len(halves[0]) >= 20 && len(halves[1]) >= 20 {
-		h := &figures.Halves{Span: o.Duration}
+		h := &figures.Halves{}
 		for i, xs := range halves {
 			slices.Sort(xs)
 			h.Requests[i], h.P95[i] = int64(len(xs)), stats.Quantile(xs, 0.95)
