@@ -1,5 +1,7 @@
 package figures
 
+import "math"
+
 // DefaultConfidence is the confidence of every interval and judgement
 // when none is set.
 const DefaultConfidence = 0.95
@@ -70,3 +72,25 @@ func (t Tolerance) Relative(n Name) (tol float64, ok bool) {
 	}
 	return t.LatencyRise, true
 }
+
+// TailMinBeyond is how many of a run's requests must lie beyond a
+// percentile for the run to estimate it: a percentile q of n requests
+// rests on about n·(1−q) requests above it, and with fewer than this
+// the estimate is one of the few slowest requests rather than a tail.
+const TailMinBeyond = 10
+
+// RequestsNeeded is the fewest requests a run needs for the figure to
+// be estimated from it: TailMinBeyond/(1−q) for a percentile q (20 for
+// the median, 200 for p95, 1,000 for p99), 0 for any other figure.
+func (d Def) RequestsNeeded() int64 {
+	if d.Quantile <= 0 || d.Quantile >= 1 {
+		return 0
+	}
+	return int64(math.Ceil(TailMinBeyond/(1-d.Quantile) - 1e-9))
+}
+
+// Supported says whether a run of count requests estimates the figure:
+// always for a figure that is not a percentile, and for a percentile
+// when count reaches RequestsNeeded. A figure a run does not support is
+// shown, marked, and never judged (compare, alert rules, change points).
+func (d Def) Supported(count int64) bool { return count >= d.RequestsNeeded() }

@@ -165,3 +165,18 @@ func TestHalves(t *testing.T) {
 		t.Errorf("a 15-second run has halves %+v", h)
 	}
 }
+
+func TestRequestsNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		n    Name
+		want int64
+	}{{Median, 20}, {P95, 200}, {P99, 1000}, {Avg, 0}, {Max, 0}, {RPS, 0}} {
+		d := tc.n.Def()
+		if got := d.RequestsNeeded(); got != tc.want {
+			t.Errorf("%s needs %d requests, want %d", tc.n, got, tc.want)
+		}
+		if tc.want > 0 && (d.Supported(tc.want-1) || !d.Supported(tc.want)) {
+			t.Errorf("%s: supported must start at %d requests", tc.n, tc.want)
+		}
+	}
+}
