@@ -209,7 +209,7 @@ func TestSoakBounds(t *testing.T) {
 				t.Errorf("slowest scrape took %v of CPU, bound %v", r.CPU, soakScrapeCPU)
 			}
 			if r.Refused <= 0 {
-				t.Error("nothing refused or dropped by the bound: the attack no longer reaches it")
+				t.Error("nothing refused or dropped by the bound: the attack does not reach it")
 			}
 			if r.Other != "" {
 				t.Errorf("refused or dropped otherwise than by the bound: %s", r.Other)
