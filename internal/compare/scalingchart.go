@@ -15,7 +15,9 @@ import (
 )
 
 // WriteChart draws the measured throughput and the fitted USL curve, with
-// a marker at the linear-scaling limit and the peak, into
+// a marker at the linear-scaling limit and the peak (without a fit: the
+// measured throughput and the line of linear scaling from the lowest
+// level), into
 // dir/light/name.png and dir/dark/name.png (the report themes). The
 // chart package draws on category axes; a fitted curve needs a numeric
 // X axis, so this chart is drawn here with the same themes.
@@ -46,6 +48,9 @@ func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
 func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "Throughput by load level (USL fit)"
+	if s.Fit == nil {
+		p.Title.Text = fmt.Sprintf("Throughput by load level (%d levels: no USL fit)", len(s.Levels))
+	}
 	p.X.Label.Text = s.Unit
 	p.Y.Label.Text = "req/s"
 	p.BackgroundColor = t.Background
@@ -72,15 +77,20 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	}
 	const steps = 200
 	curve := make(plotter.XYs, 0, steps+1)
-	ideal := make(plotter.XYs, 0, 2)
-	for i := 0; i <= steps; i++ {
-		n := 1 + (hi-1)*float64(i)/steps
-		if n <= 0 {
-			continue
+	// Linear scaling: λN with a fit, else from the lowest level's
+	// throughput per unit of load.
+	slope, idealName := s.Levels[0].PerUnit, "linear from the lowest level"
+	if s.Fit != nil {
+		slope, idealName = s.Fit.Lambda, "linear (λN)"
+		for i := 0; i <= steps; i++ {
+			n := 1 + (hi-1)*float64(i)/steps
+			if n <= 0 {
+				continue
+			}
+			curve = append(curve, plotter.XY{X: n, Y: s.Fit.Throughput(n)})
 		}
-		curve = append(curve, plotter.XY{X: n, Y: s.Fit.Throughput(n)})
 	}
-	ideal = append(ideal, plotter.XY{X: 0, Y: 0}, plotter.XY{X: hi, Y: s.Fit.Lambda * hi})
+	ideal := plotter.XYs{{X: 0, Y: 0}, {X: hi, Y: slope * hi}}
 	meas := make(plotter.XYs, len(s.Points))
 	ymax := 0.0
 	for i, pt := range s.Points {
@@ -96,12 +106,18 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	}
 	lin.Color = t.Grid
 	lin.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
-	fit, err := plotter.NewLine(curve)
-	if err != nil {
-		return nil, err
+	p.Add(lin)
+	p.Legend.Add(idealName, lin)
+	if s.Fit != nil {
+		fit, err := plotter.NewLine(curve)
+		if err != nil {
+			return nil, err
+		}
+		fit.Color = t.Palette[0]
+		fit.Width = vg.Points(2)
+		p.Add(fit)
+		p.Legend.Add(fmt.Sprintf("USL σ=%.3g κ=%.3g", s.Fit.Sigma, s.Fit.Kappa), fit)
 	}
-	fit.Color = t.Palette[0]
-	fit.Width = vg.Points(2)
 	sc, err := plotter.NewScatter(meas)
 	if err != nil {
 		return nil, err
@@ -109,11 +125,9 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	sc.Color = t.Palette[1]
 	sc.Shape = draw.CircleGlyph{}
 	sc.Radius = vg.Points(3.5)
-	p.Add(lin, fit, sc)
-	p.Legend.Add("linear (λN)", lin)
-	p.Legend.Add(fmt.Sprintf("USL σ=%.3g κ=%.3g", s.Fit.Sigma, s.Fit.Kappa), fit)
+	p.Add(sc)
 	p.Legend.Add("measured", sc)
-	if s.LinearLimit <= hi {
+	if s.Fit != nil && s.LinearLimit <= hi {
 		v, err := plotter.NewLine(plotter.XYs{{X: s.LinearLimit, Y: 0}, {X: s.LinearLimit, Y: ymax * 1.05}})
 		if err != nil {
 			return nil, err

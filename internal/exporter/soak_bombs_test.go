@@ -13,8 +13,13 @@ package exporter
 //	done
 //
 // TestSoakBombsBounded runs each with 20 senders in a child process (see
-// soak_child_test.go) and asserts the peak RSS. Both set the soft memory limit serve sets by
-// default.
+// soak_child_test.go) and asserts the peak RSS and the answers: the body
+// limit refuses every zeros and forged bomb with what an OTLP exporter
+// takes as final, 413 over HTTP and RESOURCE_EXHAUSTED (without retry
+// information) over gRPC, counted as too_large, and accepts every valid
+// one; a bomb may instead wait too long for a decoding slot, refused as
+// busy (503, UNAVAILABLE: retried). Both set the soft memory limit serve
+// sets by default.
 
 import (
 	"bytes"
@@ -23,6 +28,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"runtime/debug"
@@ -32,6 +38,8 @@ import (
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // bombBody returns a gzip body of the kind, about 2 MB on the wire.
@@ -100,6 +108,11 @@ func sendBombs(st *soakTarget, grpcAddr string, body []byte, n int) (map[string]
 				status = fmt.Sprint(resp.StatusCode)
 				if grpcAddr != "" {
 					status = "grpc-" + resp.Header.Get("Grpc-Status") + resp.Trailer.Get("Grpc-Status")
+					// Retry information would make an OTLP exporter retry a
+					// RESOURCE_EXHAUSTED.
+					if resp.Header.Get("Grpc-Status-Details-Bin")+resp.Trailer.Get("Grpc-Status-Details-Bin") != "" {
+						status += "-details"
+					}
 				}
 			}
 			mu.Lock()
@@ -161,7 +174,7 @@ func TestSoakBombsBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reportSoakChild(t, bombResult{Peak: procKiB(t, "VmHWM") / 1024, Answers: got})
+		reportSoakChild(t, bombResult{Peak: procKiB(t, "VmHWM") / 1024, Answers: got, Requests: counts(st.s.otlpReqs)})
 		return
 	}
 	if testing.Short() {
@@ -171,17 +184,50 @@ func TestSoakBombsBounded(t *testing.T) {
 		for _, kind := range []string{"zeros", "forged", "valid"} {
 			var r bombResult
 			runSoakChild(t, "TestSoakBombsBounded", tr+"-"+kind, &r)
-			t.Logf("%s-%s: peak %.0f MiB, answers %v", tr, kind, r.Peak, r.Answers)
-			if r.Peak == 0 || r.Peak > 256 || r.Answers["error"] > 0 {
-				t.Errorf("%s-%s: peak %.0f MiB (bound 256), answers %v", tr, kind, r.Peak, r.Answers)
+			t.Logf("%s-%s: peak %.0f MiB, answers %v, OTLP requests %v", tr, kind, r.Peak, r.Answers, r.Requests)
+			if r.Peak == 0 || r.Peak > 256 {
+				t.Errorf("%s-%s: peak %.0f MiB, bound 256", tr, kind, r.Peak)
+			}
+			if msg := checkBombAnswers(tr, kind, 20, r); msg != "" {
+				t.Errorf("%s-%s: %s", tr, kind, msg)
 			}
 		}
 	}
 }
 
-// bombResult is what a bomb attack measured: the peak RSS and the count
-// of each answer.
+// bombResult is what a bomb attack measured: the peak RSS, the count
+// of each answer and the exporter's count of OTLP requests by outcome.
 type bombResult struct {
-	Peak    float64        `json:"peak_rss_mib"`
-	Answers map[string]int `json:"answers"`
+	Peak     float64            `json:"peak_rss_mib"`
+	Answers  map[string]int     `json:"answers"`
+	Requests map[string]float64 `json:"requests"`
+}
+
+// checkBombAnswers says what is wrong with n bombs' answers (empty:
+// nothing). A zeros or forged bomb is past the body limit once decoded:
+// it must be refused by that limit, 413 over HTTP or RESOURCE_EXHAUSTED
+// (gRPC status 8) over gRPC, and counted as too_large; a valid bomb is
+// within it and must be accepted (200, gRPC OK) and counted as ok. Any
+// bomb may instead be refused as busy (503, UNAVAILABLE: 14), counted so,
+// while others hold the decoding slots; at least one must meet the limit
+// or be accepted.
+func checkBombAnswers(tr, kind string, n int, r bombResult) string {
+	answer := map[string]string{"http": "413", "grpc": "grpc-8"}[tr]
+	outcome := otlp.OutcomeTooLarge
+	if kind == "valid" {
+		answer = map[string]string{"http": "200", "grpc": "grpc-0"}[tr]
+		outcome = otlp.OutcomeOK
+	}
+	busy := map[string]string{"http": "503", "grpc": "grpc-14"}[tr]
+	want := map[string]float64{}
+	if k := r.Answers[answer]; k > 0 {
+		want[outcome] = float64(k)
+	}
+	if k := r.Answers[busy]; k > 0 {
+		want[otlp.OutcomeBusy] = float64(k)
+	}
+	if r.Answers[answer] == 0 || r.Answers[answer]+r.Answers[busy] != n || !maps.Equal(r.Requests, want) {
+		return fmt.Sprintf("answers %v, OTLP requests %v; want %s (counted as %s) or %s (busy) only, at least one %s", r.Answers, r.Requests, answer, outcome, busy, answer)
+	}
+	return ""
 }

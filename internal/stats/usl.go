@@ -17,9 +17,26 @@ type USL struct {
 	Kappa  float64 `json:"kappa"`
 	Lambda float64 `json:"lambda"`
 	Points int     `json:"points"`
+	// Levels is the number of distinct concurrencies among the points.
+	Levels int     `json:"levels"`
 	RSS    float64 `json:"rss"` // residual sum of squares
-	R2     float64 `json:"r2"`  // coefficient of determination
+	// R2 is the coefficient of determination. It is evidence of the
+	// model only when the fit has degrees of freedom left
+	// (DegreesOfFreedom > 0): three parameters through three levels'
+	// throughputs fit any three values, and R² near 1 then says nothing.
+	R2 float64 `json:"r2"`
 }
+
+// USLParams is the number of the USL's parameters (σ, κ, λ): a fit needs
+// at least this many distinct concurrencies to identify them, and one
+// more to have anything left to check them against.
+const USLParams = 3
+
+// DegreesOfFreedom is what the fit has left to be checked with: its
+// distinct concurrencies beyond the USL's three parameters. Replicate
+// runs at one level add none: they measure the noise at that level, not
+// the curve between levels.
+func (u USL) DegreesOfFreedom() int { return u.Levels - USLParams }
 
 // Throughput is the model's X(n).
 func (u USL) Throughput(n float64) float64 {
@@ -66,14 +83,15 @@ func (u USL) LinearLimit(eff float64) float64 {
 // bounded nonlinear least squares: Levenberg–Marquardt steps projected
 // onto σ∈[0,1], κ∈[0,1], λ>0, started from Gunther's quadratic
 // linearisation and from fixed seeds, keeping the best fit. It needs at
-// least 3 points at 2 or more distinct concurrencies; 6 or more spread
-// past the peak give stable estimates.
+// least USLParams (3) distinct concurrencies, which identify σ, κ and λ
+// but leave the fit nothing to be checked with; 4 or more leave it degrees
+// of freedom, and 6 or more spread past the peak give stable estimates.
 func FitUSL(n, x []float64) (USL, error) {
 	if len(n) != len(x) {
 		return USL{}, fmt.Errorf("%d concurrency levels but %d throughputs", len(n), len(x))
 	}
-	if len(n) < 3 {
-		return USL{}, fmt.Errorf("%d point(s): a USL fit needs at least 3", len(n))
+	if len(n) < USLParams {
+		return USL{}, fmt.Errorf("%d point(s): a USL fit needs at least %d", len(n), USLParams)
 	}
 	distinct := map[float64]bool{}
 	maxRate := 0.0
@@ -89,6 +107,9 @@ func FitUSL(n, x []float64) (USL, error) {
 	}
 	if len(distinct) < 2 {
 		return USL{}, errors.New("all points share one concurrency level: nothing to fit")
+	}
+	if len(distinct) < USLParams {
+		return USL{}, fmt.Errorf("%d distinct concurrency levels: the USL's %d parameters need at least %d to be identified", len(distinct), USLParams, USLParams)
 	}
 	seeds := [][3]float64{
 		usl4Gunther(n, x, maxRate),
@@ -106,7 +127,7 @@ func FitUSL(n, x []float64) (USL, error) {
 			best = USL{Sigma: p[0], Kappa: p[1], Lambda: p[2], RSS: rss}
 		}
 	}
-	best.Points = len(n)
+	best.Points, best.Levels = len(n), len(distinct)
 	var my float64
 	for _, v := range x {
 		my += v

@@ -62,6 +62,9 @@ func TestFitUSL(t *testing.T) {
 			if u.R2 < 0.99 {
 				t.Errorf("R² = %v", u.R2)
 			}
+			if u.Points != len(levels) || u.Levels != len(levels) || u.DegreesOfFreedom() != len(levels)-USLParams {
+				t.Errorf("points %d, levels %d, degrees of freedom %d; want %d, %d, %d", u.Points, u.Levels, u.DegreesOfFreedom(), len(levels), len(levels), len(levels)-USLParams)
+			}
 		})
 	}
 }
@@ -74,6 +77,7 @@ func TestFitUSLErrors(t *testing.T) {
 		{"too few", []float64{1, 2}, []float64{1, 2}},
 		{"mismatch", []float64{1, 2, 3}, []float64{1, 2}},
 		{"one level", []float64{4, 4, 4}, []float64{1, 2, 3}},
+		{"two levels", []float64{50, 50, 50, 50, 50, 100}, []float64{56, 56.1, 56.2, 55.97, 56.28, 98}},
 		{"zero throughput", []float64{1, 2, 3}, []float64{1, 0, 3}},
 		{"negative level", []float64{1, -2, 3}, []float64{1, 2, 3}},
 	} {
