@@ -57,7 +57,11 @@ func (c *comparer) unestimated(f *Figure) string {
 			who = f.EndpointLabel
 		}
 	}
-	return s.Shortfall(f.Name, who)
+	why := s.Shortfall(f.Name, who)
+	if instead := s.Instead(f.Name); why != "" && instead != "" {
+		why += ", or judge " + instead
+	}
+	return why
 }
 
 // headlineFigure compares an aggregate figure from every baseline run's

@@ -75,20 +75,27 @@ func (s Support) Requests() string {
 
 // Shortfall says why the runs do not estimate percentile n and what
 // would: "p99 needs ≥ 1,000 requests a run; document_upload had 53–64:
-// run about 19× longer, or judge the median", who naming whose requests
-// were counted. It is "" when the runs estimate n.
+// run about 19× longer", who naming whose requests were counted. It is
+// "" when the runs estimate n.
 func (s Support) Shortfall(n Name, who string) string {
 	if s.Estimates(n) {
 		return ""
 	}
 	need := n.Def().RequestsNeeded()
-	msg := fmt.Sprintf("%s needs ≥ %s requests a run; %s had %s: run about %s× longer",
+	return fmt.Sprintf("%s needs ≥ %s requests a run; %s had %s: run about %s× longer",
 		n.Def().Label, Thousands(need), who, s.Requests(), longer(float64(need)/float64(s.Min)))
-	if est := s.Estimated(); len(est) > 0 {
-		lower := est[len(est)-1]
-		msg += ", or judge " + article(lower) + lower.Def().Label
+}
+
+// Instead is the percentile to judge in place of n, which the runs do
+// not estimate: the highest they do ("p95", "the median"); "" when they
+// estimate n or none.
+func (s Support) Instead(n Name) string {
+	est := s.Estimated()
+	if s.Estimates(n) || len(est) == 0 {
+		return ""
 	}
-	return msg
+	lower := est[len(est)-1]
+	return article(lower) + lower.Def().Label
 }
 
 // longer is a factor of run length, rounded up: one decimal below 10

@@ -15,14 +15,15 @@ func TestSupport(t *testing.T) {
 		runs      []Run
 		estimated []Name
 		p99, p95  string
+		instead   string // of p99
 	}{
-		{"unknown counts", runs(0, 0), []Name{Median, P95, P99}, "", ""},
-		{"every tail", runs(2000, 1000), []Name{Median, P95, P99}, "", ""},
-		{"one short run", runs(2000, 999), []Name{Median, P95}, "p99 needs ≥ 1,000 requests a run; upload had 999–2,000: run about 1.1× longer, or judge p95", ""},
+		{"unknown counts", runs(0, 0), []Name{Median, P95, P99}, "", "", ""},
+		{"every tail", runs(2000, 1000), []Name{Median, P95, P99}, "", "", ""},
+		{"one short run", runs(2000, 999), []Name{Median, P95}, "p99 needs ≥ 1,000 requests a run; upload had 999–2,000: run about 1.1× longer", "", "p95"},
 		{"few requests", runs(64, 53, 0), []Name{Median},
-			"p99 needs ≥ 1,000 requests a run; upload had 53–64: run about 19× longer, or judge the median",
-			"p95 needs ≥ 200 requests a run; upload had 53–64: run about 3.8× longer, or judge the median"},
-		{"too few for a median", runs(12), nil, "p99 needs ≥ 1,000 requests a run; upload had 12: run about 84× longer", "p95 needs ≥ 200 requests a run; upload had 12: run about 17× longer"},
+			"p99 needs ≥ 1,000 requests a run; upload had 53–64: run about 19× longer",
+			"p95 needs ≥ 200 requests a run; upload had 53–64: run about 3.8× longer", "the median"},
+		{"too few for a median", runs(12), nil, "p99 needs ≥ 1,000 requests a run; upload had 12: run about 84× longer", "p95 needs ≥ 200 requests a run; upload had 12: run about 17× longer", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +36,9 @@ func TestSupport(t *testing.T) {
 			}
 			if got := s.Shortfall(P95, "upload"); got != tc.p95 {
 				t.Errorf("p95 shortfall %q, want %q", got, tc.p95)
+			}
+			if got := s.Instead(P99); got != tc.instead {
+				t.Errorf("instead of p99 %q, want %q", got, tc.instead)
 			}
 		})
 	}
