@@ -142,7 +142,8 @@ func demoBaseline(_ context.Context, d *demoEnv) error {
 }
 
 // headline is the envelope in three lines: throughput (mean, band, CV),
-// latency (p95 and p99 bands, mean of medians), errors and saturation.
+// latency (p95 and p99 bands, each marked when a run has too few requests
+// to estimate it, mean of medians), errors and saturation.
 // A band whose ends print alike (one run) is one figure, not "x–x".
 func headline(env *envelope.Envelope) string {
 	var b strings.Builder
@@ -160,9 +161,16 @@ func headline(env *envelope.Envelope) string {
 		fmt.Fprintf(&b, "throughput: mean %.1f req/s, %s req/s across %d runs, CV %.2f%%\n", t.Mean, span("%.2f", t.Min, t.Max), t.N, 100*t.CV)
 	}
 	if l.P95.N > 0 {
-		fmt.Fprintf(&b, "latency: p95 %s ms", span("%.1f", l.P95.Min, l.P95.Max))
+		sup := env.Support("")
+		unestimated := func(n figures.Name) string {
+			if sup.Estimates(n) {
+				return ""
+			}
+			return fmt.Sprintf(" (not estimable: %s requests a run, %s needs %s)", sup.Requests(), n.Def().Label, figures.Thousands(n.Def().RequestsNeeded()))
+		}
+		fmt.Fprintf(&b, "latency: p95 %s ms%s", span("%.1f", l.P95.Min, l.P95.Max), unestimated(figures.P95))
 		if l.P99.N > 0 {
-			fmt.Fprintf(&b, ", p99 %s ms", span("%.1f", l.P99.Min, l.P99.Max))
+			fmt.Fprintf(&b, ", p99 %s ms%s", span("%.1f", l.P99.Min, l.P99.Max), unestimated(figures.P99))
 		}
 		fmt.Fprintf(&b, ", mean of medians %.1f ms\n", l.Median.Mean)
 	}

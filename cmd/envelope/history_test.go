@@ -285,7 +285,7 @@ func TestHistoryCompareMatchesCompare(t *testing.T) {
 		if code != 1 {
 			t.Errorf("history compare --format junit: exit %d", code)
 		}
-		checkRegressedJUnit(t, junit, "document_upload p99")
+		checkRegressedJUnit(t, junit, "document_upload median vs other endpoints")
 		code, _, se := cmdlinetest.Capture(runCLI, append(h, "compare", "--branch", "nowhere")...)
 		if code != 2 || !strings.Contains(se, "no run on branch nowhere") {
 			t.Errorf("unknown branch: exit %d %s", code, se)

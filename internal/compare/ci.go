@@ -41,7 +41,8 @@ func (f Figure) sentence(confidence float64) string {
 }
 
 // Suite is the comparison as a CI report: one case per figure, a
-// regression a failure, a figure without data skipped.
+// regression a failure, a figure without data or one its runs cannot
+// estimate skipped.
 func (r *Result) Suite() cireport.Suite {
 	s := cireport.Suite{Name: fmt.Sprintf("envelope %s vs %d candidate run(s)", r.Envelope, len(r.Candidates)), Class: "envelope." + r.Envelope}
 	for _, f := range r.Figures {
@@ -49,7 +50,7 @@ func (r *Result) Suite() cireport.Suite {
 		switch f.Verdict {
 		case Regression:
 			c.Failure = f.failure(r.Confidence)
-		case NoData:
+		case NoData, NotJudgeable:
 			c.Skipped = f.Note
 			if c.Skipped == "" {
 				c.Skipped = "no data"

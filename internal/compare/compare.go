@@ -30,12 +30,17 @@ type Verdict string
 // the tolerance too); Improvement that the whole
 // confidence interval lies beyond the tolerance on the good side; Pass
 // that the bad side of the interval stays within the tolerance;
-// Inconclusive anything else.
+// Inconclusive anything else. NotJudgeable is a percentile that a
+// baseline or candidate run has too few requests to estimate
+// (figures.Def.Supported): its values and interval are shown, it takes
+// no part in its family's correction, and it is never a Regression.
+// NoData is a figure the runs lack.
 const (
 	Regression   Verdict = "Regression"
 	Improvement  Verdict = "Improvement"
 	Pass         Verdict = "Pass"
 	Inconclusive Verdict = "Inconclusive"
+	NotJudgeable Verdict = "NotJudgeable"
 	NoData       Verdict = "NoData"
 )
 
@@ -248,7 +253,7 @@ func (c *comparer) decide() {
 			f.PHolm = adj[j]
 			significant := f.PHolm < alpha
 			switch {
-			case f.Verdict == NoData:
+			case !f.Verdict.Judged():
 			case f.beyond && significant:
 				f.Verdict = Regression
 			case f.Verdict == Regression && !significant, f.beyond && !significant:
@@ -261,6 +266,10 @@ func (c *comparer) decide() {
 		}
 	}
 }
+
+// Judged says whether the verdict is a judgement of the figure: false
+// for a figure without data or one its runs cannot estimate.
+func (v Verdict) Judged() bool { return v != NoData && v != NotJudgeable }
 
 // holmWithin corrects one family's p-values: Holm's method across the
 // headline figures; within an endpoint's family weighted Holm, the
@@ -376,8 +385,9 @@ func rangeD2(n int) float64 {
 }
 
 // judge fills the change, interval, MDC, p-value and the verdict the
-// interval alone gives; decide then applies Holm's correction within the
-// figure's family. P is the one-sided p of any change in the bad
+// interval alone gives, or NotJudgeable without a p-value for a
+// percentile its runs cannot estimate; decide then applies Holm's
+// correction within the figure's family. P is the one-sided p of any change in the bad
 // direction (badChange).
 func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64) {
 	f.ChangePct = 100 * r.Change()
@@ -391,6 +401,13 @@ func (c *comparer) judge(f *Figure, r stats.RatioCI, better string, tol float64)
 		detail = rest
 	}
 	f.Method = r.Method + detail
+	if why := c.unestimated(f); why != "" {
+		// Shown with its interval, never judged: no p-value enters the
+		// family's correction.
+		f.Verdict, f.P, f.beyond = NotJudgeable, math.NaN(), false
+		f.Note = joinNote(f.Note, why)
+		return
+	}
 	f.P, f.beyond = c.judging.evidence(r, better, tol)
 	if better == "lower" {
 		switch {

@@ -91,7 +91,16 @@ func (f Figure) cells() []string {
 		base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
 	}
 	return []string{base, cand, fmt.Sprintf("%+.2f%s", f.ChangePct, unit), fmt.Sprintf("[%+.2f, %+.2f]", f.CILowPct, f.CIHighPct),
-		fmt.Sprintf("%.2f%s", f.MDCPct, unit), fmt.Sprintf("%.1f%s", f.TolerancePct, unit), fmt.Sprintf("%.3g", f.PHolm), string(f.Verdict)}
+		fmt.Sprintf("%.2f%s", f.MDCPct, unit), fmt.Sprintf("%.1f%s", f.TolerancePct, unit), pCell(f.PHolm), string(f.Verdict)}
+}
+
+// pCell is an adjusted p-value's cell: "-" for a figure not tested (a
+// percentile its runs cannot estimate).
+func pCell(p float64) string {
+	if math.IsNaN(p) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3g", p)
 }
 
 // notes are each figure's note and the warnings.

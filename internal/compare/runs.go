@@ -44,6 +44,26 @@ func (c *comparer) candValues(k figures.Key) (vals []stats.RunValue, missing []s
 	return vals, missing
 }
 
+// unestimated says why f, a percentile, cannot be judged from these
+// runs: a baseline or candidate run has fewer requests of its trend than
+// the percentile needs (figures.Support). It is "" when every run with a
+// known count estimates it, and for every other figure.
+func (c *comparer) unestimated(f *Figure) string {
+	s := figures.SupportOf(c.base, f.Endpoint).Join(figures.SupportOf(c.cand, f.Endpoint))
+	who := "the runs"
+	if f.Endpoint != "" {
+		who = f.Endpoint
+		if f.EndpointLabel != "" {
+			who = f.EndpointLabel
+		}
+	}
+	why := s.Shortfall(f.Name, who)
+	if instead := s.Instead(f.Name); why != "" && instead != "" {
+		why += ", or judge " + instead
+	}
+	return why
+}
+
 // headlineFigure compares an aggregate figure from every baseline run's
 // value with every candidate's: a two-level model on the log scale in
 // which a run varies by the between-run spread the baseline runs showed

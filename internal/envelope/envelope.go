@@ -87,6 +87,13 @@ func (env *Envelope) RunFigures() []figures.Run {
 	return out
 }
 
+// Support is what the baseline runs' request counts say of the
+// percentiles of an endpoint's trend ("" for http_req_duration): which
+// of them every run estimates (figures.Support).
+func (env *Envelope) Support(endpoint string) figures.Support {
+	return figures.SupportOf(env.RunFigures(), endpoint)
+}
+
 // Spread summarizes one value per run: mean, min, max, sample standard
 // deviation (n-1), coefficient of variation, and the 95% confidence
 // interval of the mean (Student t, n-1 degrees of freedom).

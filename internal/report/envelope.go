@@ -218,6 +218,9 @@ type envView struct {
 type envEndpointView struct {
 	envelope.Endpoint
 	Display string
+	// Estimates is the line saying which percentiles the runs estimate,
+	// "" when no run's request count is known.
+	Estimates string
 }
 
 func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
@@ -250,7 +253,7 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	}
 	for _, name := range envEndpointNames(env) {
 		ep := env.Endpoints[name]
-		v.Endpoints = append(v.Endpoints, envEndpointView{Endpoint: ep, Display: ep.DisplayName(name)})
+		v.Endpoints = append(v.Endpoints, envEndpointView{Endpoint: ep, Display: ep.DisplayName(name), Estimates: envEstimates(env.Support(name))})
 		switch {
 		case ep.P95.N > 0 && v.L.P95.N > 0 && ep.P95.Min > v.L.P95.Max:
 			v.Above = append(v.Above, ep.DisplayName(name))
@@ -500,21 +503,41 @@ func envShort(sha string) string {
 }
 
 // envThousands writes 101882 as 101,882.
-func envThousands(v int64) string {
-	s := strconv.FormatInt(v, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
+func envThousands(v int64) string { return figures.Thousands(v) }
+
+// envEstimates is the line saying which percentiles a trend's runs
+// estimate, from their request counts (figures.Support): "- Percentiles
+// its runs estimate (53–64 requests a run): median; not p95 (needs ≥ 200
+// requests a run) nor p99 (≥ 1,000), which compare shows unjudged and
+// the alert rules leave out.\n"; "" when no count is known.
+func envEstimates(s figures.Support) string {
+	if s.Runs == 0 {
+		return ""
+	}
+	var yes, no []string
+	for _, n := range figures.Percentiles() {
+		label := n.Def().Label
+		if s.Estimates(n) {
+			yes = append(yes, label)
+			continue
 		}
-		out = append(out, s[i])
+		need := figures.Thousands(n.Def().RequestsNeeded())
+		if len(no) == 0 {
+			no = append(no, fmt.Sprintf("%s (needs ≥ %s requests a run)", label, need))
+		} else {
+			no = append(no, fmt.Sprintf("%s (≥ %s)", label, need))
+		}
 	}
-	if neg {
-		return "-" + string(out)
+	line := fmt.Sprintf("- Percentiles its runs estimate (%s requests a run): ", s.Requests())
+	if len(yes) == 0 {
+		line += "none"
+	} else {
+		line += strings.Join(yes, ", ")
 	}
-	return string(out)
+	if len(no) > 0 {
+		line += "; not " + strings.Join(no, " nor ") + ", which `compare` shows unjudged and the alert rules leave out"
+	}
+	return line + ".\n"
 }
 
 var envWords = []string{"no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"}

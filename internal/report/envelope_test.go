@@ -9,6 +9,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 )
 
 // TestEnvelopeReportRestatesDocument renders the demo envelope and checks
@@ -110,5 +111,22 @@ func TestEnvelopeReportBadInput(t *testing.T) {
 	err := WriteEnvelopeReport(&envelope.Envelope{}, filepath.Join(t.TempDir(), "r.md"))
 	if err == nil || !strings.Contains(err.Error(), "throughput.n") {
 		t.Errorf("empty envelope: err = %v, want one naming throughput.n", err)
+	}
+}
+
+func TestEnvEstimates(t *testing.T) {
+	cases := []struct {
+		s    figures.Support
+		want string
+	}{
+		{figures.Support{}, ""},
+		{figures.Support{Runs: 3, Min: 1200, Max: 1400}, "- Percentiles its runs estimate (1,200–1,400 requests a run): median, p95, p99.\n"},
+		{figures.Support{Runs: 5, Min: 53, Max: 64}, "- Percentiles its runs estimate (53–64 requests a run): median; not p95 (needs ≥ 200 requests a run) nor p99 (≥ 1,000), which `compare` shows unjudged and the alert rules leave out.\n"},
+		{figures.Support{Runs: 1, Min: 12, Max: 12}, "- Percentiles its runs estimate (12 requests a run): none; not median (needs ≥ 20 requests a run) nor p95 (≥ 200) nor p99 (≥ 1,000), which `compare` shows unjudged and the alert rules leave out.\n"},
+	}
+	for _, tc := range cases {
+		if got := envEstimates(tc.s); got != tc.want {
+			t.Errorf("envEstimates(%+v) =\n%q, want\n%q", tc.s, got, tc.want)
+		}
 	}
 }

@@ -59,6 +59,58 @@ type Calibration struct {
 	Latency    []LatencyBound // overall http_req_duration
 	Endpoints  []EndpointBound
 	Errors     ErrorBound
+	// Unestimated are the latency tests left out: percentiles the
+	// envelope's runs have too few requests of to estimate.
+	Unestimated []Unestimated
+}
+
+// Unestimated is a percentile no alert is generated for: some baseline
+// run has fewer requests of its trend than the percentile needs
+// (figures.Def.Supported), so its band is one of a few slowest requests
+// rather than a tail.
+type Unestimated struct {
+	Endpoint string // "" for http_req_duration
+	Quantile float64
+	// Why says what the percentile needs and what the runs had
+	// (figures.Support.Shortfall).
+	Why string
+}
+
+// estimated says whether the envelope's runs estimate the percentile q
+// of an endpoint's trend ("" for http_req_duration), and records the
+// test left out when they do not.
+func (c *Calibration) estimated(env *envelope.Envelope, endpoint string, q float64) bool {
+	n := quantileFigure(q)
+	s := env.Support(endpoint)
+	if s.Estimates(n) {
+		return true
+	}
+	who := "the runs"
+	if endpoint != "" {
+		who = endpoint
+	}
+	c.Unestimated = append(c.Unestimated, Unestimated{Endpoint: endpoint, Quantile: q, Why: s.Shortfall(n, who)})
+	return false
+}
+
+// quantileFigure is the figure of a test's quantile.
+func quantileFigure(q float64) figures.Name {
+	for _, n := range figures.Percentiles() {
+		if n.Def().Quantile == q {
+			return n
+		}
+	}
+	return ""
+}
+
+// latencyBound is the overall test of quantile q, when calibrated.
+func (c *Calibration) latencyBound(q float64) (LatencyBound, bool) {
+	for _, b := range c.Latency {
+		if b.Quantile == q {
+			return b, true
+		}
+	}
+	return LatencyBound{}, false
 }
 
 // ThroughputBound is the calibrated floor of the http_reqs rate.
@@ -301,7 +353,8 @@ func (c *Calibration) throughput(tp envelope.Spread, tol figures.Tolerance) erro
 	return nil
 }
 
-// latency calibrates the overall p95, p99 and median tests.
+// latency calibrates the overall p95, p99 and median tests, each only
+// where the runs estimate it.
 func (c *Calibration) latency(env *envelope.Envelope, tol figures.Tolerance) error {
 	tp := env.Throughput
 	overallN := tp.Mean * c.Window.Seconds()
@@ -313,16 +366,20 @@ func (c *Calibration) latency(env *envelope.Envelope, tol figures.Tolerance) err
 		if q.band.Max <= 0 {
 			return missing(q.field+".max", "the top of the band the latency alert is built on")
 		}
-		c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
+		if c.estimated(env, "", q.quant) {
+			c.Latency = append(c.Latency, latencyBound(q.quant, q.band, tol.LatencyRise, overallN, c.Z))
+		}
 	}
-	// The median test comes after p95 and p99: c.Latency[0] stays p95.
-	if b, ok := medianBound(env.Latency.Median, tol.LatencyRise, overallN, c.Z); ok {
+	// The median test comes after p95 and p99.
+	if b, ok := medianBound(env.Latency.Median, tol.LatencyRise, overallN, c.Z); ok && c.estimated(env, "", MedianQuantile) {
 		c.Latency = append(c.Latency, b)
 	}
 	return nil
 }
 
-// endpoints calibrates each endpoint's latency tests, in key order.
+// endpoints calibrates each endpoint's latency tests, in key order, each
+// only where the runs estimate it; an endpoint none of whose tests they
+// estimate gets none.
 func (c *Calibration) endpoints(env *envelope.Envelope, tol figures.Tolerance) error {
 	tp := env.Throughput
 	keys := make([]string, 0, len(env.Endpoints))
@@ -353,19 +410,21 @@ func (c *Calibration) endpoints(env *envelope.Envelope, tol figures.Tolerance) e
 			b.Selector = ep.Tag + "=" + promString(ep.Value)
 		}
 		n := b.Rate * c.Window.Seconds()
-		if ep.P95.Max > 0 {
-			b.Latency = append(b.Latency, latencyBound(0.95, ep.P95, tol.LatencyRise, n, c.Z))
-		}
-		if ep.P99.Max > 0 {
-			b.Latency = append(b.Latency, latencyBound(0.99, ep.P99, tol.LatencyRise, n, c.Z))
-		}
-		if m, ok := medianBound(ep.Median, tol.LatencyRise, n, c.Z); ok && len(b.Latency) > 0 {
-			b.Latency = append(b.Latency, m)
-		}
-		if len(b.Latency) == 0 {
+		if ep.P95.Max <= 0 && ep.P99.Max <= 0 {
 			return missing(field+".p95.max", "an endpoint needs a p95 or p99 band")
 		}
-		c.Endpoints = append(c.Endpoints, b)
+		if ep.P95.Max > 0 && c.estimated(env, k, 0.95) {
+			b.Latency = append(b.Latency, latencyBound(0.95, ep.P95, tol.LatencyRise, n, c.Z))
+		}
+		if ep.P99.Max > 0 && c.estimated(env, k, 0.99) {
+			b.Latency = append(b.Latency, latencyBound(0.99, ep.P99, tol.LatencyRise, n, c.Z))
+		}
+		if m, ok := medianBound(ep.Median, tol.LatencyRise, n, c.Z); ok && c.estimated(env, k, MedianQuantile) {
+			b.Latency = append(b.Latency, m)
+		}
+		if len(b.Latency) > 0 {
+			c.Endpoints = append(c.Endpoints, b)
+		}
 	}
 	return nil
 }

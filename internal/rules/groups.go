@@ -71,7 +71,7 @@ func buildRecording(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGr
 		rec(c6.RecEndpointP99, q("0.99", "name")),
 		rec(c6.RecThroughputPerVU, fmt.Sprintf("%s / %s %s", s.rec(c6.RecThroughput), s.on(), s.sum(vus+s.vuSel()))),
 		rec(c6.RecThroughputVsEnvelope, fmt.Sprintf("%s / %s", s.rec(c6.RecThroughput), fmtFloat(c.Throughput.Mean))),
-		rec(c6.RecLatencyP95VsEnvelope, fmt.Sprintf("%s / %s", s.rec(c6.RecLatencyP95), fmtFloat(c.Latency[0].BandMax/1000))),
+		rec(c6.RecLatencyP95VsEnvelope, fmt.Sprintf("%s / %s", s.rec(c6.RecLatencyP95), fmtFloat(env.Latency.P95.Max/1000))),
 	}}
 	return []RuleGroup{g}, nil
 }
@@ -252,16 +252,23 @@ func saturationAlert(env *envelope.Envelope, s scope, c *Calibration, o Options)
 		sat = fmt.Sprintf("%s / %s %s < %s", reqRate, s.on(), s.sum(vus+s.vuSel()), fmtFloat(t.FloorPerVU))
 		satWhat = fmt.Sprintf("{{ $value | humanize }} req/s per VU against a floor of %s (%s VUs in the envelope)", fmtFloat(t.FloorPerVU), strconv.Itoa(c.VUs))
 	}
-	p95 := c.Latency[0]
+	// Latency joins the failed requests as a sign where the runs
+	// estimate the aggregate p95.
+	signs := errorsCondition(s, c, w)
+	what := "requests fail"
+	if p95, ok := c.latencyBound(0.95); ok {
+		signs = "(" + slowFraction(s, duration, "", p95, c.Z, w) + " or " + signs + ")"
+		what = fmt.Sprintf("p95 latency over the last %s is above %s ms or requests fail", w, fmtMS(p95.Threshold))
+	}
 	return Rule{
 		Alert: AlertSaturation,
-		Expr: fmt.Sprintf("%s and %s %s and %s (%s or %s)",
-			sat, s.on(), fullWindow(s, w), s.on(), slowFraction(s, duration, "", p95, c.Z, w), errorsCondition(s, c, w)),
+		Expr: fmt.Sprintf("%s and %s %s and %s %s",
+			sat, s.on(), fullWindow(s, w), s.on(), signs),
 		For:    "2m",
 		Labels: map[string]string{"severity": "critical"},
 		Annotations: ann(o, AlertSaturation, "The system under test looks saturated.",
-			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while p95 latency over the last %s is above %s ms or requests fail: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
-				satWhat, tw, w, fmtMS(p95.Threshold), templateText(env.Saturation.Verdict, "verdict not recorded"))),
+			fmt.Sprintf("Test {{ $labels.testid }} makes %s over the last %s while %s: throughput stopped keeping up with the load. The envelope was taken below saturation (%s).",
+				satWhat, tw, what, templateText(env.Saturation.Verdict, "verdict not recorded"))),
 	}
 }
 

@@ -39,6 +39,9 @@ type RuleGroup struct {
 // RuleFile is the top level of a Prometheus rule file.
 type RuleFile struct {
 	Groups []RuleGroup `yaml:"groups" json:"groups"`
+	// unestimated are the percentiles left without an alert, which the
+	// file's header names (Calibration.Unestimated).
+	unestimated []Unestimated
 }
 
 // groupBuilder returns the groups one concern contributes (none is fine).
@@ -105,7 +108,7 @@ func Generate(env *envelope.Envelope, o Options) (*RuleFile, *Calibration, error
 	if err != nil {
 		return nil, nil, err
 	}
-	f := &RuleFile{}
+	f := &RuleFile{unestimated: c.Unestimated}
 	seen := map[string]bool{}
 	for _, b := range builders() {
 		gs, err := b.build(env, c, o)

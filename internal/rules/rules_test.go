@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/promtest"
 )
 
@@ -94,20 +95,27 @@ func TestGeneratedRulesParseAndFollowConventions(t *testing.T) {
 				}
 			}
 			// 8 overall alert rules, the overall median test, and one per
-			// endpoint band (the median only beside a p95 or p99 test).
-			want := 8
-			if env.Latency.Median.Max > 0 {
+			// endpoint band (the median only beside a p95 or p99 band),
+			// each where the envelope's runs estimate its percentile.
+			est := func(endpoint string, n figures.Name) bool { return env.Support(endpoint).Estimates(n) }
+			want := 6
+			for _, n := range []figures.Name{figures.P95, figures.P99} {
+				if est("", n) {
+					want++
+				}
+			}
+			if env.Latency.Median.Max > 0 && est("", figures.Median) {
 				want++
 			}
-			for _, e := range env.Endpoints {
+			for k, e := range env.Endpoints {
 				tail := 0
-				if e.P95.Max > 0 {
+				if e.P95.Max > 0 && est(k, figures.P95) {
 					tail++
 				}
-				if e.P99.Max > 0 {
+				if e.P99.Max > 0 && est(k, figures.P99) {
 					tail++
 				}
-				if tail > 0 && e.Median.Max > 0 {
+				if (e.P95.Max > 0 || e.P99.Max > 0) && e.Median.Max > 0 && est(k, figures.Median) {
 					tail++
 				}
 				want += tail
