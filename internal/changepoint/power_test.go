@@ -204,7 +204,7 @@ func measurePower(tb testing.TB, g *runSimulator, scs []scenario, seeds []uint64
 	for _, seed := range seeds {
 		for i, sc := range scs {
 			h := g.History(tb, sc, powerRuns, seed)
-			measureOurs(tb, ours[i], sc, h)
+			measureOurs(tb, powerConfig, ours[i], sc, h)
 			if withOtava {
 				measureOtava(otava[i], sc, h)
 			}
@@ -234,8 +234,11 @@ func firstTruth(sc scenario) int {
 // powerConfig is the configuration measured (the defaults).
 var powerConfig = Config{}
 
-func measureOurs(tb testing.TB, row *powerRow, sc scenario, h []Series) {
-	a, err := New(powerConfig)
+// measureOurs analyses history h with cfg as `history record` does, the
+// runs so far after every run from the scenario's first change on, and
+// records what it found into row.
+func measureOurs(tb testing.TB, cfg Config, row *powerRow, sc scenario, h []Series) {
+	a, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
