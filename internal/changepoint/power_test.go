@@ -563,7 +563,7 @@ func lgammaf(n int) float64 {
 //	go test ./internal/changepoint/ -run '^$' -bench PowerLongRuns -benchtime 1x -v
 func BenchmarkPowerLongRuns(b *testing.B) {
 	g := newRunSimulator(b)
-	long := &runSimulator{model: g.model, test: g.test, dur: 6 * time.Minute, cache: map[string]map[Key]Run{}}
+	long := &runSimulator{model: g.model, test: g.test, dur: 6 * time.Minute, variance: g.variance, cache: map[string]map[Key]Run{}}
 	var scs []scenario
 	for _, sc := range powerScenarios() {
 		if strings.HasPrefix(sc.name, "no change") || strings.HasPrefix(sc.name, "actor_get +10%") {
