@@ -154,7 +154,6 @@ func logValues(s Series) []float64 {
 
 // limitMeasure is the measurement over a set of seeds.
 type limitMeasure struct {
-	cfg    Config
 	cases  []limitCase
 	series int     // series per history
 	z      float64 // the oracle's threshold
@@ -182,7 +181,7 @@ var noChange = scenario{name: "no change", outlier: -1}
 // no change for each seed and measures the three methods on them.
 func measureLimit(tb testing.TB, cfg Config, cases []limitCase, seeds []uint64, withOtava bool, draw func(sc scenario, seed uint64) []Series) *limitMeasure {
 	tb.Helper()
-	m := &limitMeasure{cfg: cfg, cases: cases, sigma: map[Key]float64{},
+	m := &limitMeasure{cases: cases, sigma: map[Key]float64{},
 		noneOurs: newRow(noChange, "changepoint"), noneOtava: newRow(noChange, "Otava defaults"),
 		targets: make([][][]float64, len(cases)), oracle: make([][]int, len(cases))}
 	for _, c := range cases {
