@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
@@ -443,6 +444,21 @@ func BenchmarkPowerTable(b *testing.B) {
 				b.Logf("Otava on the real runs: %s at run %d, %s", c.key, c.index+1, c.dir)
 			}
 		}
+	}
+}
+
+// BenchmarkClusteredPower is the power table under the clustered noise
+// model (simulate.ClusteredVariance: slow requests that come together
+// within a run), seeds 1–200, beside BenchmarkPowerTable's run-level
+// model.
+//
+//	go test ./internal/changepoint/ -run '^$' -bench ClusteredPower -benchtime 1x -v
+func BenchmarkClusteredPower(b *testing.B) {
+	g := newRunSimulator(b).withVariance(simulate.ClusteredVariance())
+	scs := powerScenarios()
+	for b.Loop() {
+		rows := measurePower(b, g, scs, seedsFrom(1, 200), true)
+		b.Logf("\n%s", powerTable(rows, scs))
 	}
 }
 
