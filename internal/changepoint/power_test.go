@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/simulate/simulatetest"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
@@ -204,7 +205,7 @@ func measurePower(tb testing.TB, g *runSimulator, scs []scenario, seeds []uint64
 	for _, seed := range seeds {
 		for i, sc := range scs {
 			h := g.History(tb, sc, powerRuns, seed)
-			measureOurs(tb, ours[i], sc, h)
+			measureOurs(tb, powerConfig, ours[i], sc, h)
 			if withOtava {
 				measureOtava(otava[i], sc, h)
 			}
@@ -234,8 +235,11 @@ func firstTruth(sc scenario) int {
 // powerConfig is the configuration measured (the defaults).
 var powerConfig = Config{}
 
-func measureOurs(tb testing.TB, row *powerRow, sc scenario, h []Series) {
-	a, err := New(powerConfig)
+// measureOurs analyses history h with cfg as `history record` does, the
+// runs so far after every run from the scenario's first change on, and
+// records what it found into row.
+func measureOurs(tb testing.TB, cfg Config, row *powerRow, sc scenario, h []Series) {
+	a, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -443,6 +447,21 @@ func BenchmarkPowerTable(b *testing.B) {
 	}
 }
 
+// BenchmarkClusteredPower is the power table under the clustered noise
+// model (simulate.ClusteredVariance: slow requests that come together
+// within a run), seeds 1–200, beside BenchmarkPowerTable's run-level
+// model.
+//
+//	go test ./internal/changepoint/ -run '^$' -bench ClusteredPower -benchtime 1x -v
+func BenchmarkClusteredPower(b *testing.B) {
+	g := newRunSimulator(b).withVariance(simulate.ClusteredVariance())
+	scs := powerScenarios()
+	for b.Loop() {
+		rows := measurePower(b, g, scs, seedsFrom(1, 200), true)
+		b.Logf("\n%s", powerTable(rows, scs))
+	}
+}
+
 // TestPowerFloors is what CI guards of the power table: seeds 1–20 of
 // every scenario, this package's method only. Each floor is the 1%
 // quantile of a binomial over 20 histories at the Wilson 99% lower
@@ -560,7 +579,7 @@ func lgammaf(n int) float64 {
 //	go test ./internal/changepoint/ -run '^$' -bench PowerLongRuns -benchtime 1x -v
 func BenchmarkPowerLongRuns(b *testing.B) {
 	g := newRunSimulator(b)
-	long := &runSimulator{model: g.model, test: g.test, dur: 6 * time.Minute, cache: map[string]map[Key]Run{}}
+	long := &runSimulator{model: g.model, test: g.test, dur: 6 * time.Minute, variance: g.variance, cache: map[string]map[Key]Run{}}
 	var scs []scenario
 	for _, sc := range powerScenarios() {
 		if strings.HasPrefix(sc.name, "no change") || strings.HasPrefix(sc.name, "actor_get +10%") {

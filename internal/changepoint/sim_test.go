@@ -19,14 +19,16 @@ import (
 // runSimulator makes simulated histories of one test with the run
 // simulator compare and the rules are measured with (internal/simulate):
 // whole k6 runs of the service model fitted to the history fixture's
-// clean runs (01–10), each drawn with the run-level variance of real runs
-// (simulate.RealVariance) and the clean runs' mean length, and each run's
-// figures computed as `history record` computes them (envelope.Compute
-// over the one run). A scenario's changes are simulatetest.Steps.
+// clean runs (01–10), each drawn with its noise model (the run-level
+// variance of real runs, simulate.RealVariance, unless made with
+// withVariance) and the clean runs' mean length, and each run's figures
+// computed as `history record` computes them (envelope.Compute over the
+// one run). A scenario's changes are simulatetest.Steps.
 type runSimulator struct {
-	model *simulate.Model
-	test  string
-	dur   time.Duration
+	model    *simulate.Model
+	test     string
+	dur      time.Duration
+	variance simulate.Variance
 
 	mu        sync.Mutex
 	cacheSeed uint64
@@ -78,12 +80,19 @@ func newRunSimulator(tb testing.TB) *runSimulator {
 			secs += r.DurationSeconds
 		}
 		dur := time.Duration(secs / float64(len(env.Runs)) * float64(time.Second))
-		simGen = &runSimulator{model: m, test: "history-shared", dur: dur, cache: map[string]map[Key]Run{}}
+		simGen = &runSimulator{model: m, test: "history-shared", dur: dur, variance: simulate.RealVariance(), cache: map[string]map[Key]Run{}}
 	})
 	if simErr != nil {
 		tb.Fatal(simErr)
 	}
 	return simGen
+}
+
+// withVariance is a simulator of the same service and run length
+// drawing each run with noise model v (simulate.ClusteredVariance: slow
+// requests that come together within a run).
+func (g *runSimulator) withVariance(v simulate.Variance) *runSimulator {
+	return &runSimulator{model: g.model, test: g.test, dur: g.dur, variance: v, cache: map[string]map[Key]Run{}}
 }
 
 // historySeed is the first run seed of history seed: run i of the
@@ -104,7 +113,7 @@ func (g *runSimulator) History(tb testing.TB, sc scenario, n int, seed uint64) [
 		g.cacheSeed = seed
 	}
 	g.mu.Unlock()
-	opts := simulatetest.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: simulate.RealVariance()}, n, steps...)
+	opts := simulatetest.Sequence(simulate.Options{Seed: historySeed(seed), Duration: g.dur, Variance: g.variance}, n, steps...)
 	var keys []Key
 	byKey := map[Key]*Series{}
 	for i, o := range opts {

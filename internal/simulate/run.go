@@ -12,20 +12,38 @@ import (
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
-// Run draws one run of the model straight into its figures, as the
-// figures package reads them from an NDJSON file: the same requests,
-// mix, latencies, failures and run-level effect Write draws for the
-// options (a different random stream, so not the same values), with
-// statistics by k6's percentile formula and each percentile's
-// order-statistic interval. Power measurements that need hundreds of
-// runs take this path; writing and parsing NDJSON costs over a second a
-// run.
-func (m *Model) Run(o Options, source string) (figures.Run, error) {
+// request is one drawn request: when it started (seconds into the run),
+// which of the model's endpoints it went to, its latency in ms and
+// whether it failed.
+type request struct {
+	at     float64
+	ep     int
+	ms     float64
+	failed bool
+}
+
+// drawn is one run's requests and iteration count, with the model and
+// options they were drawn under (factors and run-level effect applied).
+type drawn struct {
+	model    Model
+	opts     Options
+	requests []request
+	iters    int
+}
+
+// draw draws the requests and iterations of one run for Run: requests
+// arrive at the scaled rate (a Poisson stream unless o.Variance makes
+// them more regular or drains the run's end), each to an endpoint by
+// the mix, with a log-normal latency scaled by the endpoint's factors
+// and, when o.Variance has bursts, by the endpoint's burst state at that
+// moment; iterations arrive as a Poisson stream as Write draws them
+// (drawn after the requests, so the requests do not depend on them).
+func (m *Model) draw(o Options) (drawn, error) {
 	cp := *m
 	cp.Endpoints = slices.Clone(m.Endpoints)
 	o, err := o.resolve(&cp)
 	if err != nil {
-		return figures.Run{}, err
+		return drawn{}, err
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x696e6d656d6f7279))
 	secs := o.Duration.Seconds()
@@ -36,37 +54,64 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 		acc += e.Share
 		cum[i] = acc
 	}
-	var all []float64
-	var allSum float64
-	per := make([][]float64, len(cp.Endpoints))
-	sums := make([]float64, len(cp.Endpoints))
-	var halves [2][]float64
-	failed := 0
-	for t := rng.ExpFloat64() / rate; t < secs; t += rng.ExpFloat64() / rate {
+	end, gap := o.Variance.arrivals(rng, rate, secs)
+	bursts := o.Variance.Burst.draw(o.Seed, secs)
+	var reqs []request
+	for t := gap(); t < end; t += gap() {
 		i := min(sort.SearchFloat64s(cum, rng.Float64()*acc), len(cp.Endpoints)-1)
 		e := cp.Endpoints[i]
-		ms := math.Exp(e.Mu+e.Sigma*rng.NormFloat64()) * e.LatencyScale
-		if o.ErrorRate > 0 && rng.Float64() < o.ErrorRate {
-			failed++
+		base := math.Exp(e.Mu + e.Sigma*rng.NormFloat64())
+		if bursts != nil {
+			base += bursts.extra(t)
 		}
-		all = append(all, ms)
-		allSum += ms
-		per[i] = append(per[i], ms)
-		sums[i] += ms
-		h := 0
-		if t >= secs/2 {
-			h = 1
-		}
-		halves[h] = append(halves[h], ms)
+		ms := base * e.LatencyScale
+		failed := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
+		reqs = append(reqs, request{at: t, ep: i, ms: ms, failed: failed})
 	}
-	n := len(all)
-	// Iterations arrive as a Poisson stream, as Write draws them (drawn
-	// after the requests, so the requests do not depend on them).
 	iters := 0
 	if ir := cp.IterRate * o.ThroughputFactor; ir > 0 {
 		for t := rng.ExpFloat64() / ir; t < secs; t += rng.ExpFloat64() / ir {
 			iters++
 		}
+	}
+	return drawn{model: cp, opts: o, requests: reqs, iters: iters}, nil
+}
+
+// Run draws one run of the model straight into its figures, as the
+// figures package reads them from an NDJSON file: the same requests,
+// mix, latencies, failures and run-level effect Write draws for the
+// options (a different random stream, so not the same values), with
+// statistics by k6's percentile formula and each percentile's
+// order-statistic interval. Power measurements that need hundreds of
+// runs take this path; writing and parsing NDJSON costs over a second a
+// run.
+func (m *Model) Run(o Options, source string) (figures.Run, error) {
+	d, err := m.draw(o)
+	if err != nil {
+		return figures.Run{}, err
+	}
+	cp, o := &d.model, d.opts
+	secs := o.Duration.Seconds()
+	n := len(d.requests)
+	all := make([]float64, 0, n)
+	var allSum float64
+	per := make([][]float64, len(cp.Endpoints))
+	sums := make([]float64, len(cp.Endpoints))
+	var halves [2][]float64
+	failed := 0
+	for _, q := range d.requests {
+		if q.failed {
+			failed++
+		}
+		all = append(all, q.ms)
+		allSum += q.ms
+		per[q.ep] = append(per[q.ep], q.ms)
+		sums[q.ep] += q.ms
+		h := 0
+		if q.at >= secs/2 {
+			h = 1
+		}
+		halves[h] = append(halves[h], q.ms)
 	}
 	start := o.Start
 	if start.IsZero() {
@@ -76,7 +121,7 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 		Failed: int64(failed), Checked: int64(n),
 		Workload:   figures.Workload{VUs: cp.VUs},
 		Provenance: figures.Source{File: source, Format: string(k6.FormatNDJSON), Start: start, End: start.Add(o.Duration), TestID: o.TestID}}
-	if iters > 0 {
+	if iters := d.iters; iters > 0 {
 		r.Iterations, r.IterationsPerS = int64(iters), figures.Round(float64(iters)/secs)
 		r.RequestsPerIter = figures.Round(float64(n) / float64(iters))
 	}

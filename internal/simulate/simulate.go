@@ -41,8 +41,10 @@ type Options struct {
 	TestID           string
 	Start            time.Time // zero = 2026-01-01T00:00:00Z
 	// Variance draws a run-level effect from Seed on top of the factors
-	// above (RealVariance for runs that differ as real runs do); zero
-	// draws none.
+	// above, and the run's within-run structure (RealVariance for runs
+	// that differ as real runs do from run to run, ClusteredVariance for
+	// runs whose slow requests also come together as real runs' do);
+	// zero draws none.
 	Variance Variance
 }
 
@@ -453,13 +455,19 @@ func writeMetricLines(bw *bufio.Writer, m *Model) {
 }
 
 // events writes the run's points: three event streams merged in time
-// order, requests (Poisson at the scaled rate), iterations (Poisson) and
+// order, requests (at the scaled rate, Poisson unless o.Variance says
+// otherwise, delayed in its slow stretches), iterations (Poisson) and
 // the vus gauge every second.
 func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) error {
 	rate := m.Rate * o.ThroughputFactor
 	iterRate := m.IterRate * o.ThroughputFactor
 	end := o.Duration.Seconds()
-	nextReq := rng.ExpFloat64() / rate
+	reqEnd, gap := o.Variance.arrivals(rng, rate, end)
+	bursts := o.Variance.Burst.draw(o.Seed, end)
+	nextReq := gap()
+	if nextReq >= reqEnd {
+		nextReq = math.Inf(1)
+	}
 	nextIter := math.Inf(1)
 	if iterRate > 0 {
 		nextIter = rng.ExpFloat64() / iterRate
@@ -492,7 +500,11 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 				i = len(m.Endpoints) - 1
 			}
 			e := m.Endpoints[i]
-			ms := math.Exp(e.Mu+e.Sigma*rng.NormFloat64()) * e.LatencyScale
+			base := math.Exp(e.Mu + e.Sigma*rng.NormFloat64())
+			if bursts != nil {
+				base += bursts.extra(t)
+			}
+			ms := base * e.LatencyScale
 			fail := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
 			tags := e.tags(fail)
 			s.point("http_reqs", ts, 1, tags)
@@ -505,7 +517,10 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 			if e.Metric != "" {
 				s.point(e.Metric, ts, round6(ms), [][2]string{})
 			}
-			nextReq += rng.ExpFloat64() / rate
+			nextReq += gap()
+			if nextReq >= reqEnd {
+				nextReq = math.Inf(1)
+			}
 		}
 		if s.err != nil {
 			return s.err
