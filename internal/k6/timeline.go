@@ -34,10 +34,12 @@ type TimeBin struct {
 	Samples *stats.Sketch
 }
 
-// binner builds one worker's part of a timeline. Samples wait in a
-// buffer until it fills or the timeline is read, and then go to bins of
-// the width their span needs, so a run's bins are made about once rather
-// than made narrow and merged again and again as the run goes on.
+// binner holds one worker's samples of one trend class in time bins:
+// the Timeline's, and the batches over time of the intervals (see
+// stats.BatchQuantileCI). Samples wait in a buffer until it fills or
+// the bins are read, and then go to bins of the width their span needs,
+// so a run's bins are made about once rather than made narrow and
+// merged again and again as the run goes on.
 type binner struct {
 	width      int64
 	bins       map[int64]*stats.Sketch // by bin index, time / width
@@ -51,8 +53,10 @@ type timedSample struct {
 	v float64
 }
 
-// binnerBuffer is how many samples a binner holds before binning them.
-const binnerBuffer = 1 << 14
+// binnerBuffer is how many samples a binner holds before binning them:
+// a worker has a binner for every class of every trend, so the buffers
+// stay small.
+const binnerBuffer = 1 << 12
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -147,6 +151,133 @@ func (b *binner) merge(o *binner) {
 	for b.hi-b.lo >= TimelineBins {
 		b.coarsen()
 	}
+}
+
+// binnerOf is the worker's binner of a trend metric's class.
+func (w *worker) binnerOf(mi int, class uint16) *binner {
+	for len(w.bins) <= mi {
+		w.bins = append(w.bins, nil)
+	}
+	row := w.bins[mi]
+	for len(row) <= int(class) {
+		row = append(row, nil)
+	}
+	w.bins[mi] = row
+	if row[class] == nil {
+		row[class] = &binner{}
+	}
+	return row[class]
+}
+
+// foldBinners merges the workers' binners, by metric idx and class.
+func foldBinners(workers []*worker) [][]*binner {
+	var out [][]*binner
+	for _, w := range workers {
+		for mi, row := range w.bins {
+			for len(out) <= mi {
+				out = append(out, nil)
+			}
+			for ci, b := range row {
+				if b == nil {
+					continue
+				}
+				for len(out[mi]) <= ci {
+					out[mi] = append(out[mi], nil)
+				}
+				if out[mi][ci] == nil {
+					out[mi][ci] = &binner{}
+				}
+				out[mi][ci].merge(b)
+			}
+		}
+	}
+	return out
+}
+
+// binsOf are the time bins of the classes want selects, in time order:
+// the bins of a trend view, the same as one binner of all its samples
+// would make (the classes are taken to the widest of their widths, and
+// wider still while they span TimelineBins or more). A bin of one class
+// is shared, not copied; the caller only reads it.
+func binsOf(row []*binner, want func(ci int) bool) []*stats.Sketch {
+	var picked []*binner
+	var width int64
+	for ci, b := range row {
+		if b == nil || !want(ci) {
+			continue
+		}
+		b.flush()
+		if len(b.bins) == 0 {
+			continue
+		}
+		picked = append(picked, b)
+		width = max(width, b.width)
+	}
+	if len(picked) == 0 {
+		return nil
+	}
+	for {
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, b := range picked {
+			lo, hi = min(lo, floorDiv(b.minT, width)), max(hi, floorDiv(b.maxT, width))
+		}
+		if hi-lo < TimelineBins {
+			break
+		}
+		width *= 2
+	}
+	byIdx := map[int64][]*stats.Sketch{}
+	for _, b := range picked {
+		for b.width < width {
+			b.coarsen()
+		}
+		for i, sk := range b.bins {
+			byIdx[i] = append(byIdx[i], sk)
+		}
+	}
+	idx := make([]int64, 0, len(byIdx))
+	for i := range byIdx {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	out := make([]*stats.Sketch, len(idx))
+	for j, i := range idx {
+		sks := byIdx[i]
+		if len(sks) == 1 {
+			out[j] = sks[0]
+			continue
+		}
+		m := &stats.Sketch{}
+		for _, sk := range sks {
+			m.Merge(sk)
+		}
+		out[j] = m
+	}
+	return out
+}
+
+// TimelineOf is the Timeline the loader makes of samples with their
+// times (Unix nanoseconds), in any order: for a reader that draws or
+// holds samples itself and takes the loader's figures of them. nil
+// without samples or when the lengths differ.
+func TimelineOf(times []int64, vals []float64) *Timeline {
+	if len(times) != len(vals) {
+		return nil
+	}
+	var b binner
+	for i, t := range times {
+		b.add(t, vals[i])
+	}
+	return b.timeline()
+}
+
+// bytes is the memory the binner's bins and buffer hold.
+func (b *binner) bytes() int64 {
+	n := int64(16 * cap(b.buf))
+	for _, sk := range b.bins {
+		n += int64(sk.Bytes())
+	}
+	return n
 }
 
 // timeline is the bins in time order; nil without samples.

@@ -17,11 +17,12 @@ const (
 	// to estimate it at all.
 	BatchMinBeyond = 5
 	// BatchMin is the fewest batches an error is estimated from (three
-	// degrees of freedom); BatchMax the most: more batches, each smaller,
-	// estimate their percentiles with more bias than they gain in
-	// degrees of freedom.
+	// degrees of freedom); BatchMax the most: more batches are each
+	// shorter, so a burst longer than one spans several and they are no
+	// longer nearly independent, and each estimates its percentile with
+	// more bias, for little gain in degrees of freedom past ten.
 	BatchMin = 4
-	BatchMax = 20
+	BatchMax = 10
 )
 
 // Batch is one time batch of a run's samples: how many, and its own
@@ -54,8 +55,9 @@ func QuantileBatches(bins []*Sketch, p float64) []Batch {
 	if want < BatchMin {
 		return nil
 	}
-	// A batch closes once the samples so far reach its share of the
-	// run; a batch left short at the end joins the one before it.
+	// A batch closes once it holds the samples it needs and the samples
+	// so far reach its share of the run; a batch left short joins a
+	// neighbour.
 	var sizes []uint64
 	var sks []*Sketch
 	cur := &Sketch{}
@@ -66,7 +68,7 @@ func QuantileBatches(bins []*Sketch, p float64) []Batch {
 		}
 		cur.Merge(b)
 		seen += b.Count()
-		if float64(seen) >= float64(len(sks)+1)*float64(n)/float64(want)-1e-9 {
+		if cur.Count() >= need && float64(seen) >= float64(len(sks)+1)*float64(n)/float64(want)-1e-9 {
 			sks = append(sks, cur)
 			sizes = append(sizes, cur.Count())
 			cur = &Sketch{}
@@ -146,6 +148,15 @@ func BatchQuantileCI(bins []*Sketch, p, q, confidence float64) (lo, hi float64, 
 	}
 	h := TQuantile(1-(1-confidence)/2, float64(df)) * se
 	return q * math.Exp(-h), q * math.Exp(h), true
+}
+
+// RunQuantileCI is a run's own interval of its percentile q (p of its
+// samples): the wider of its order-statistic interval [lo, hi] (when
+// ok), which holds for independent samples, and BatchQuantileCI over
+// its time bins, which holds when slow samples come in bursts.
+func RunQuantileCI(lo, hi float64, ok bool, bins []*Sketch, p, q, confidence float64) (float64, float64, bool) {
+	blo, bhi, bok := BatchQuantileCI(bins, p, q, confidence)
+	return WiderInterval(lo, hi, ok, blo, bhi, bok)
 }
 
 // WiderInterval is the wider, in log, of two intervals of a positive
