@@ -36,16 +36,18 @@ func binnedRun(rng *rand.Rand, bins, per, burst int, spread float64) ([]*Sketch,
 func TestQuantileBatches(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	tests := []struct {
-		name           string
-		bins, per      int
-		p              float64
-		wantMin, wantB int // wantB 0: nil
+		name      string
+		bins, per int
+		p         float64
+		wantB     int // 0: nil
 	}{
-		{"median, many samples", 60, 100, 0.5, BatchMax, BatchMax},
-		{"p95 of 2,000", 40, 50, 0.95, BatchMax, BatchMax},
-		{"p99 of 2,000: four batches of 500", 40, 50, 0.99, BatchMin, 4},
-		{"p99 of 1,000: too few beyond it", 40, 25, 0.99, 0, 0},
-		{"fewer bins than batches", 3, 1000, 0.5, 0, 0},
+		{"median, many samples", 60, 100, 0.5, BatchMax},
+		{"p95 of 1,000: BatchMax batches", 40, 25, 0.95, BatchMax},
+		{"p95 of 600 in bins of 15: five batches of 105", 40, 15, 0.95, 5},
+		{"p95 of 500 in bins of 5: five batches of 100", 100, 5, 0.95, 5},
+		{"p99 of 2,000: four batches of 500", 40, 50, 0.99, 4},
+		{"p99 of 1,000: too few beyond it", 40, 25, 0.99, 0},
+		{"fewer bins than batches", 3, 1000, 0.5, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
