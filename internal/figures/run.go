@@ -397,12 +397,7 @@ func FromTimedSamples(vals []float64, times []int64) Latency {
 	for _, v := range vals {
 		sum += v
 	}
-	var bins []*stats.Sketch
-	if t := k6.TimelineOf(times, vals); t != nil {
-		for _, b := range t.Bins {
-			bins = append(bins, b.Samples)
-		}
-	}
+	bins := k6.IntervalBinsOf(times, vals)
 	sorted := slices.Clone(vals)
 	slices.Sort(sorted)
 	return fromSamples(sorted, sum, bins)

@@ -31,7 +31,7 @@ type LoadOptions struct {
 	// IntervalConfidence asks for the interval of every trend view's
 	// median and percentiles at this confidence, in Metric.Intervals
 	// (0 = none); the samples of every trend then also go to time bins
-	// (at most TimelineBins sketches a class) for the batches over time
+	// (at most IntervalBins sketches a class) for the batches over time
 	// those intervals take.
 	IntervalConfidence float64
 	// Timeline bins the http_req_duration samples by time (Run.Timeline).

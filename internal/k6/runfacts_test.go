@@ -25,19 +25,16 @@ func samplesOf(r *Run, metric string, tags map[string]string) []float64 {
 }
 
 // timeBinsOf are a view's samples from a run's kept points in the time
-// bins the loader makes of them.
+// bins the loader takes its intervals' batches from.
 func timeBinsOf(r *Run, metric string, tags map[string]string) []*stats.Sketch {
-	var b binner
+	var times []int64
+	var vals []float64
 	for _, p := range r.Points {
 		if p.Metric == metric && matches(p.Tags, tags) {
-			b.add(p.Time.UnixNano(), p.Value)
+			times, vals = append(times, p.Time.UnixNano()), append(vals, p.Value)
 		}
 	}
-	var out []*stats.Sketch
-	for _, bin := range b.timeline().Bins {
-		out = append(out, bin.Samples)
-	}
-	return out
+	return IntervalBinsOf(times, vals)
 }
 
 // The intervals the loader computes in one pass equal the wider of

@@ -611,7 +611,7 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 			w.fps[m.idx][s.class] = fingerprint(w.fps[m.idx][s.class], v)
 		}
 		if m.binned {
-			w.binnerOf(m.idx, s.class).add(w.curT, v)
+			w.binnerOf(m, s.class).add(w.curT, v)
 		}
 		if m.iterations {
 			if t := w.curT - int64(v*1e6); t < w.iterT {
