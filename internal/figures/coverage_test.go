@@ -153,7 +153,7 @@ func TestOwnErrorCoverage(t *testing.T) {
 				t.Errorf("mean (difference/se)² %.2f, above %.1f: the own error is too small", sq, maxSqErr)
 			}
 			if sqOrder <= maxSqErr {
-				t.Errorf("the order-statistic interval alone gives a mean (difference/se)² of %.2f, within %.1f: the check no longer tells it from the run's own error", sqOrder, maxSqErr)
+				t.Errorf("the order-statistic interval alone gives a mean (difference/se)² of %.2f, within %.1f: the check cannot tell it from the run's own error", sqOrder, maxSqErr)
 			}
 		})
 	}
