@@ -38,8 +38,8 @@ const (
 	// SaturationMaxBandWidth is the largest (max-min)/min of the p95 and
 	// p99 bands still read as tight.
 	SaturationMaxBandWidth = 0.25
-	// SaturationMaxDrift is the largest change between the first and the
-	// second half of a run (throughput drop, p95 rise) still read as steady.
+	// SaturationMaxDrift is the largest throughput drop from the first
+	// run to the last (by start time) still read as steady.
 	SaturationMaxDrift = 0.10
 )
 
@@ -77,7 +77,7 @@ func Compute(runs []figures.Run, opts Options) (*Envelope, error) {
 	}
 	runSpreads(env, runs, conf, &w)
 	latencyAndEndpoints(env, runs, &w)
-	env.Saturation = saturation(env, runs)
+	env.Saturation = saturation(env, runs, conf)
 	env.Warnings = w
 	return env, nil
 }

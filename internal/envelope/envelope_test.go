@@ -221,12 +221,13 @@ func TestComputeMissingP99(t *testing.T) {
 }
 
 func TestSaturationWithinRuns(t *testing.T) {
-	// One run whose second half is slower: p95 rises, so latency inflation
-	// is reported even though one run alone has no band.
+	// One run whose second half is slower: p95 rises beyond the halves'
+	// own error, so latency inflation is reported even though one run
+	// alone has no band.
 	spec := threeRuns()[0]
 	in := spec.input()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	in.Halves = &figures.Halves{Requests: [2]int64{60, 60}, P95: [2]float64{100, 200}}
+	in.Halves = &figures.Halves{Requests: [2]int64{60, 60}, P95: [2]float64{100, 200}, P95LogSE: [2]float64{0.1, 0.1}}
 	in.Provenance.Start, in.Provenance.End = t0, t0.Add(2*time.Minute)
 	env, err := Compute([]figures.Run{in}, Options{})
 	if err != nil {
@@ -238,6 +239,66 @@ func TestSaturationWithinRuns(t *testing.T) {
 	// Provenance takes the date from the sources, never the clock.
 	if !env.Provenance.RunsEndedAt.Equal(t0.Add(2 * time.Minute)) {
 		t.Errorf("runs_ended_at = %v, want the run's end", env.Provenance.RunsEndedAt)
+	}
+}
+
+// The halves are tested against their own sampling error, one-sided at
+// the envelope's confidence shared over the runs: a rise or drop within
+// the error is no sign, and the verdict says how large a change the
+// halves could have shown.
+func TestSaturationHalvesTest(t *testing.T) {
+	tests := []struct {
+		name    string
+		halves  figures.Halves
+		verdict string
+		reason  string
+	}{
+		{"p95 +10% on a wide error", figures.Halves{Requests: [2]int64{1650, 1650}, P95: [2]float64{100, 110}, P95LogSE: [2]float64{0.07, 0.07}},
+			"below saturation", "a run's halves could have shown a p95 rise of 27.9% and a throughput drop of 8.3% (80% power)"},
+		{"p95 +10% on a narrow error", figures.Halves{Requests: [2]int64{20000, 20000}, P95: [2]float64{100, 110}, P95LogSE: [2]float64{0.02, 0.02}},
+			"signs of saturation", "latency inflation within a.json: p95 of the second half is 10.0% above the first, beyond its sampling error (a rise above 4.8% is one: one-sided test at 95%)"},
+		{"p95 falls", figures.Halves{Requests: [2]int64{20000, 20000}, P95: [2]float64{110, 100}, P95LogSE: [2]float64{0.02, 0.02}},
+			"below saturation", "no drift within runs"},
+		{"throughput -10% in few requests", figures.Halves{Requests: [2]int64{100, 90}, P95: [2]float64{100, 100}, P95LogSE: [2]float64{0.05, 0.05}},
+			"below saturation", "a throughput drop of 30.3%"},
+		{"throughput -10% in many requests", figures.Halves{Requests: [2]int64{10000, 9000}, P95: [2]float64{100, 100}, P95LogSE: [2]float64{0.05, 0.05}},
+			"signs of saturation", "throughput degradation within a.json: the second half ran 10.0% below the first"},
+		{"throughput over the steady bins", figures.Halves{Requests: [2]int64{10000, 9000}, Rate: [2]float64{50, 50}, Counted: [2]int64{9900, 8900}, P95: [2]float64{100, 100}, P95LogSE: [2]float64{0.05, 0.05}},
+			"below saturation", "no drift within runs"},
+		{"p95 without its error", figures.Halves{Requests: [2]int64{1000, 1000}, P95: [2]float64{100, 200}},
+			"below saturation", "the p95 of 1 run had no error to test with"},
+	}
+	// Five runs, each +12% with an error too wide to show alone: the
+	// runs together show it.
+	t.Run("a rise every run shares", func(t *testing.T) {
+		var in []figures.Run
+		for _, spec := range threeRuns() {
+			r := spec.input()
+			r.Halves = &figures.Halves{Requests: [2]int64{1650, 1650}, P95: [2]float64{100, 112}, P95LogSE: [2]float64{0.07, 0.07}}
+			in = append(in, r, r)
+		}
+		env, err := Compute(in[:5], Options{Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := strings.Join(env.Saturation.Reasons, "\n")
+		if env.Saturation.Verdict != "signs of saturation" || !strings.Contains(reasons, "latency inflation within runs: p95 of the second halves is 12.0% above the first halves over 5 runs together") || strings.Contains(reasons, "latency inflation within a.json") {
+			t.Errorf("saturation = %q %q", env.Saturation.Verdict, reasons)
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := threeRuns()[0].input()
+			h := tt.halves
+			in.Halves = &h
+			env, err := Compute([]figures.Run{in}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.Saturation.Verdict != tt.verdict || !strings.Contains(strings.Join(env.Saturation.Reasons, "\n"), tt.reason) {
+				t.Errorf("saturation = %q %q, want %q with %q", env.Saturation.Verdict, env.Saturation.Reasons, tt.verdict, tt.reason)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,5 +109,47 @@ func TestOptionsDurationAgainstRuns(t *testing.T) {
 				t.Errorf("warnings %q, want %q", env.Warnings, tt.warning)
 			}
 		})
+	}
+}
+
+// Clean real runs show no sign of saturation: every window of five
+// consecutive clean one-minute history runs (01–10), all ten together,
+// and the three six-minute baseline runs, read from their points so
+// that each run's halves are tested.
+func TestNoSaturationOnCleanRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads thirteen point streams")
+	}
+	var history []figures.Run
+	for i := 1; i <= 10; i++ {
+		rs, err := figures.ReadFiles([]string{fixtures.Path(t, fmt.Sprintf("k6/history-v2.2.0/run-%02d.ndjson.gz", i))}, figures.LoadOptions(0, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, rs...)
+	}
+	six, err := figures.ReadFiles(fixtures.Baselines(t), figures.LoadOptions(0, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string][]figures.Run{"history runs 01-10": history, "six-minute baselines": six}
+	for i := 0; i+5 <= len(history); i++ {
+		sets[fmt.Sprintf("history runs %02d-%02d", i+1, i+5)] = history[i : i+5]
+	}
+	for name, runs := range sets {
+		for _, r := range runs {
+			if r.Halves == nil || r.Halves.P95LogSE[0] == 0 || r.Halves.Counted[0] == 0 {
+				t.Fatalf("%s: %s has no halves to test: %+v", name, r.Source, r.Halves)
+			}
+		}
+		env, err := Compute(runs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := strings.Join(env.Saturation.Reasons, "\n")
+		if env.Saturation.Verdict != "below saturation" || !strings.Contains(reasons, "no drift within runs") {
+			t.Errorf("%s: %s\n%s", name, env.Saturation.Verdict, reasons)
+		}
+		t.Logf("%s: %s", name, reasons)
 	}
 }

@@ -257,28 +257,129 @@ const (
 
 // halves compares the second half of a run's http_req_duration samples
 // with the first: each time bin goes to the half its middle falls in.
+// Each half's p95 has its own error, taken from the half's samples as a
+// run's own error is; each half's request rate is read from the bins of
+// the run's steady part (steadyBins), and their spread gives how much
+// more than a Poisson count the requests vary.
 func halves(t *k6.Timeline) *Halves {
 	if t == nil || t.Last.Sub(t.First) < minHalf {
 		return nil
 	}
 	mid := t.First.Add(t.Last.Sub(t.First) / 2)
+	var bins [2][]*stats.Sketch
 	var sk [2]stats.Sketch
-	h := &Halves{}
-	for _, b := range t.Bins {
-		i := 0
-		if !b.Start.Add(t.Width / 2).Before(mid) {
-			i = 1
+	half := func(start time.Time) int {
+		if start.Add(t.Width / 2).Before(mid) {
+			return 0
 		}
-		sk[i].Merge(b.Samples)
+		return 1
 	}
+	for _, b := range t.Bins {
+		i := half(b.Start)
+		sk[i].Merge(b.Samples)
+		bins[i] = append(bins[i], b.Samples)
+	}
+	h := &Halves{}
 	for i := range sk {
 		h.Requests[i] = int64(sk[i].Count())
 		h.P95[i] = sk[i].Quantile(0.95)
+		lo, hi, ok := sk[i].QuantileCI(0.95, IntervalConfidence)
+		if lo, hi, ok := stats.RunQuantileCI(lo, hi, ok, bins[i], 0.95, h.P95[i], IntervalConfidence); ok {
+			h.P95LogSE[i] = stats.LogSEOfInterval(lo, hi, IntervalConfidence)
+		}
 	}
 	if h.Requests[0] < minHalfN || h.Requests[1] < minHalfN || h.P95[0] == 0 {
 		return nil
 	}
+	var counts [2][]float64
+	for _, b := range steadyBins(t) {
+		i := half(b.start)
+		counts[i] = append(counts[i], b.n)
+	}
+	if len(counts[0]) >= 2 && len(counts[1]) >= 2 {
+		for i, c := range counts {
+			sum := 0.0
+			for _, x := range c {
+				sum += x
+			}
+			h.Counted[i] = int64(sum)
+			h.Rate[i] = sum / (float64(len(c)) * t.Width.Seconds())
+		}
+		h.Dispersion = dispersion(counts)
+	}
 	return h
+}
+
+// binCount is one time bin's start and request count.
+type binCount struct {
+	start time.Time
+	n     float64
+}
+
+// steadyBins are the time bins of the run's steady part, empty ones
+// included: without the first and the last bin, which lie partly
+// outside the run, and without the bins at either end holding fewer
+// than half the median bin's requests (k6 lets the last iterations
+// finish after the run's time is up, and a bin then holds the few
+// requests they still make).
+func steadyBins(t *k6.Timeline) []binCount {
+	if len(t.Bins) < 3 {
+		return nil
+	}
+	first := t.Bins[0].Start
+	slots := int(t.Bins[len(t.Bins)-1].Start.Sub(first)/t.Width) + 1
+	out := make([]binCount, slots)
+	for j := range out {
+		out[j].start = first.Add(time.Duration(j) * t.Width)
+	}
+	for _, b := range t.Bins {
+		out[int(b.Start.Sub(first)/t.Width)].n = float64(b.Samples.Count())
+	}
+	out = out[1 : len(out)-1]
+	ns := make([]float64, len(out))
+	for j, b := range out {
+		ns[j] = b.n
+	}
+	slices.Sort(ns)
+	low := stats.Quantile(ns, 0.5) / 2
+	for len(out) > 0 && out[len(out)-1].n < low {
+		out = out[:len(out)-1]
+	}
+	for len(out) > 0 && out[0].n < low {
+		out = out[1:]
+	}
+	return out
+}
+
+// dispersion is the variance-to-mean ratio of counts within their
+// groups (each group's own mean taken out), at least 1; 1 with too few
+// counts to tell.
+func dispersion(groups [2][]float64) float64 {
+	var ss, sum, df float64
+	n := 0
+	for _, g := range groups {
+		if len(g) < 2 {
+			continue
+		}
+		m := stats.Mean(g)
+		for _, c := range g {
+			ss += (c - m) * (c - m)
+		}
+		sum += m * float64(len(g))
+		n += len(g)
+		df += float64(len(g) - 1)
+	}
+	if df < 3 || !(sum > 0) {
+		return 1
+	}
+	return max(1, ss/df/(sum/float64(n)))
+}
+
+// HalvesOf are the halves of samples with their times (Unix
+// nanoseconds), as the loader's Timeline gives them for a point file;
+// nil when the samples span too little time or too few fall in a half.
+func HalvesOf(times []int64, vals []float64) *Halves {
+	return halves(k6.TimelineOf(times, vals))
 }
 
 // ReadRun loads one k6 result through the k6 loader while hashing the

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/stats"
 )
 
@@ -125,10 +126,51 @@ type Source struct {
 }
 
 // Halves are a run's second half against its first: its request count
-// and its http_req_duration p95 in each half of its span.
+// and its http_req_duration p95 in each half of its span, with their own
+// errors.
 type Halves struct {
 	Requests [2]int64
 	P95      [2]float64
+	// P95LogSE is the standard error of ln P95 of each half, from the
+	// half's own samples as a run's own error is taken (the wider of the
+	// order-statistic interval and the half's batches over time, read
+	// back as Value.LogVar reads an interval); 0 when unknown.
+	P95LogSE [2]float64
+	// Rate is each half's requests a second over the time bins wholly
+	// inside the run's steady part, and Counted the requests in those
+	// bins: the run's first and last bins lie partly outside it, and the
+	// bins of its ramp-down (k6 letting the last iterations finish) are
+	// left out. 0 when unknown: the halves are then equally long and
+	// compared by Requests.
+	Rate    [2]float64
+	Counted [2]int64
+	// Dispersion is the variance-to-mean ratio of the requests per time
+	// bin within the halves, at least 1: a half's count of n requests
+	// has a log variance of Dispersion/n (Poisson when 1, more when
+	// requests come in bursts); 0 when unknown, read as 1.
+	Dispersion float64
+}
+
+// RateLogRatio is ln of the second half's request rate over the first's,
+// and its standard error (see Dispersion).
+func (h *Halves) RateLogRatio() (d, se float64) {
+	n0, n1 := float64(h.Requests[0]), float64(h.Requests[1])
+	d = math.Log(n1 / n0)
+	if h.Rate[0] > 0 && h.Rate[1] > 0 && h.Counted[0] > 0 && h.Counted[1] > 0 {
+		n0, n1 = float64(h.Counted[0]), float64(h.Counted[1])
+		d = math.Log(h.Rate[1] / h.Rate[0])
+	}
+	phi := max(h.Dispersion, 1)
+	return d, math.Sqrt(phi * (1/n0 + 1/n1))
+}
+
+// P95LogRatio is ln of the second half's p95 over the first's, and its
+// standard error; ok is false when either half's error is unknown.
+func (h *Halves) P95LogRatio() (d, se float64, ok bool) {
+	if !(h.P95[0] > 0 && h.P95[1] > 0 && h.P95LogSE[0] > 0 && h.P95LogSE[1] > 0) {
+		return 0, 0, false
+	}
+	return math.Log(h.P95[1] / h.P95[0]), math.Hypot(h.P95LogSE[0], h.P95LogSE[1]), true
 }
 
 // Aggregate is the run's http_req_duration as a Latency, its count the
@@ -337,10 +379,31 @@ func NewInterval(lo, hi float64) *Interval {
 }
 
 // FromSamples are the latency figures of a trend's samples, sorted
-// ascending, as the k6 loader computes them for a point file: k6's
-// percentile formula, the mean of the samples in the order given
-// (sum), and each percentile's order-statistic interval.
+// ascending, without their times: k6's percentile formula, the mean of
+// the samples in the order given (sum), and each percentile's
+// order-statistic interval, which holds for independent samples only.
+// FromTimedSamples takes what the k6 loader takes for a point file.
 func FromSamples(sorted []float64, sum float64) Latency {
+	return fromSamples(sorted, sum, nil)
+}
+
+// FromTimedSamples are the latency figures of a trend's samples with
+// their times (Unix nanoseconds), in time order, as the k6 loader
+// computes them for a point file: FromSamples' figures, each
+// percentile's interval widened to the run's own error over time
+// (stats.RunQuantileCI over the loader's time bins).
+func FromTimedSamples(vals []float64, times []int64) Latency {
+	var sum float64
+	for _, v := range vals {
+		sum += v
+	}
+	bins := k6.IntervalBinsOf(times, vals)
+	sorted := slices.Clone(vals)
+	slices.Sort(sorted)
+	return fromSamples(sorted, sum, bins)
+}
+
+func fromSamples(sorted []float64, sum float64, bins []*stats.Sketch) Latency {
 	n := len(sorted)
 	if n == 0 {
 		return Latency{}
@@ -348,11 +411,13 @@ func FromSamples(sorted []float64, sum float64) Latency {
 	l := Latency{Count: int64(n), Avg: Round(sum / float64(n)), Max: Round(sorted[n-1])}
 	for _, name := range Percentiles() {
 		p := name.Def().Quantile
+		q := stats.Quantile(sorted, p)
 		var ci *Interval
-		if lo, hi, ok := stats.QuantileCI(sorted, p, IntervalConfidence); ok {
+		lo, hi, ok := stats.QuantileCI(sorted, p, IntervalConfidence)
+		if lo, hi, ok := stats.RunQuantileCI(lo, hi, ok, bins, p, q, IntervalConfidence); ok {
 			ci = NewInterval(lo, hi)
 		}
-		l.set(name, Round(stats.Quantile(sorted, p)), ci)
+		l.set(name, Round(q), ci)
 	}
 	return l
 }

@@ -97,21 +97,31 @@ func TestLogVar(t *testing.T) {
 	}
 }
 
-// The loader's statistics of a point file and FromSamples (what the
-// simulator draws runs with) are one rule.
+// The loader's statistics of a point file and FromTimedSamples (what
+// the simulator draws runs with) are one rule; FromSamples, without the
+// samples' times, has the same figures and the order-statistic
+// intervals, which the slow drift of these samples widens in the
+// loader's.
 func TestFromSamplesIsTheLoaders(t *testing.T) {
 	var samples []sample
 	var xs []float64
+	var times []int64
 	var sum float64
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 500 {
 		x := 10 + float64(i*37%101) + float64(i)/7
 		xs = append(xs, x)
+		times = append(times, t0.Add(time.Duration(2*i+1)*time.Second).UnixNano())
 		sum += x
 		samples = append(samples, sample{metric: "http_reqs", value: 1}, sample{metric: "http_req_duration", value: x})
 	}
 	r := readNDJSON(t, ndjson(samples), "")
+	got, want := r.Aggregate(), FromTimedSamples(xs, times)
 	slices.Sort(xs)
-	got, want := r.Aggregate(), FromSamples(xs, sum)
+	untimed := FromSamples(xs, sum)
+	if untimed.P95 != want.P95 || untimed.Avg != want.Avg || untimed.P95CI == nil || !(untimed.P95CI.High-untimed.P95CI.Low < want.P95CI.High-want.P95CI.Low) {
+		t.Errorf("FromSamples %+v %+v, FromTimedSamples %+v %+v", untimed, untimed.P95CI, want, want.P95CI)
+	}
 	same := func(a, b *Interval) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
 	if want.Count != 500 || got.Avg != want.Avg || got.Median != want.Median || got.P95 != want.P95 || got.P99 != want.P99 || got.Max != want.Max ||
 		!same(got.MedianCI, want.MedianCI) || !same(got.P95CI, want.P95CI) || !same(got.P99CI, want.P99CI) || want.P95CI == nil {

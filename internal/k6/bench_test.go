@@ -211,3 +211,30 @@ func BenchmarkMemory(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkIntervalMemory is what the intervals' batches over time add
+// to a load: every trend class's time bins (at most IntervalBins
+// sketches each, TimelineBins for http_req_duration's), against the
+// same load without intervals. held-B does not grow with the run's
+// length in sketch mode (compare the two lengths).
+func BenchmarkIntervalMemory(b *testing.B) {
+	for _, mode := range []Mode{ModeExact, ModeSketch} {
+		for _, copies := range []int{50, 400} {
+			for _, conf := range []float64{0, 0.95} {
+				b.Run(fmt.Sprintf("mode=%s/copies=%d/intervals=%v", mode, copies, conf > 0), func(b *testing.B) {
+					path, _ := bigNDJSON(b, copies)
+					opts := LoadOptions{Mode: mode, Stats: append(DefaultStats(), "p(99)"), IntervalConfidence: conf, Timeline: true}
+					var r *Run
+					b.ReportAllocs()
+					for b.Loop() {
+						var err error
+						if r, err = Load(path, opts); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.ReportMetric(float64(r.HeldBytes), "held-B")
+				})
+			}
+		}
+	}
+}

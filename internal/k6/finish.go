@@ -47,16 +47,24 @@ type finisher struct {
 	ths        [][]threshold     // by metric idx
 	extra      [][]trendStat     // trend stats thresholds need beyond st
 	fps        [][]uint64        // trend fingerprints by metric idx, class
+	bins       [][]*binner       // trend samples by time, by metric idx, class
 	conf       float64           // LoadOptions.IntervalConfidence
 }
 
-func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, statNames []string, parallel int) error {
+func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, bins [][]*binner, statNames []string, parallel int) error {
 	st, err := parseStats(statNames)
 	if err != nil {
 		return err
 	}
 	reg := sh.reg
-	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load(), conf: sh.opts.IntervalConfidence}
+	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load(), bins: bins, conf: sh.opts.IntervalConfidence}
+	for _, row := range bins {
+		for _, b := range row {
+			if b != nil {
+				run.HeldBytes += b.bytes()
+			}
+		}
+	}
 	fi.aggs = foldAggs(workers, len(reg.list))
 	fi.fps = foldFingerprints(workers)
 	if fi.sketchMode {
@@ -337,9 +345,11 @@ func (fi *finisher) sketched(t *target, out *Metric, st []trendStat, declared bo
 	}
 	n := float64(sk.Count())
 	out.Fingerprint = fi.fingerprintOf(t)
+	iv := fi.intervals(t, st)
 	for _, s := range st {
-		if lo, hi, ok := sk.QuantileCI(s.p, fi.conf); ok {
-			out.addInterval(s.name, lo, hi)
+		if iv != nil && s.p > 0 && s.p < 1 {
+			lo, hi, ok := sk.QuantileCI(s.p, fi.conf)
+			iv.add(out, s, sk.Quantile(s.p), lo, hi, ok)
 		}
 		var v float64
 		switch s.name {
@@ -372,9 +382,11 @@ func (fi *finisher) exact(t *target, out *Metric, st []trendStat, declared bool,
 	slices.Sort(vals)
 	n := len(vals)
 	out.Fingerprint = fi.fingerprintOf(t)
+	iv := fi.intervals(t, st)
 	for _, s := range st {
-		if lo, hi, ok := stats.QuantileCI(vals, s.p, fi.conf); ok {
-			out.addInterval(s.name, lo, hi)
+		if iv != nil && s.p > 0 && s.p < 1 {
+			lo, hi, ok := stats.QuantileCI(vals, s.p, fi.conf)
+			iv.add(out, s, stats.Quantile(vals, s.p), lo, hi, ok)
 		}
 		var v float64
 		switch s.name {
@@ -449,6 +461,36 @@ func (fi *finisher) gather(t *target, parent bool, scratch *[]float64) ([]float6
 		}
 	}
 	return vals, sum
+}
+
+// viewIntervals gives a trend view's percentiles their intervals: the
+// wider of the order-statistic interval, which holds for independent
+// samples, and the interval from the view's batches over time, which
+// holds when slow samples come in bursts (stats.BatchQuantileCI).
+type viewIntervals struct {
+	bins []*stats.Sketch
+	conf float64
+}
+
+// intervals are the view's intervals, nil when none is asked for or the
+// view has no percentile.
+func (fi *finisher) intervals(t *target, st []trendStat) *viewIntervals {
+	if !(fi.conf > 0) || !slices.ContainsFunc(st, func(s trendStat) bool { return s.p > 0 && s.p < 1 }) {
+		return nil
+	}
+	iv := &viewIntervals{conf: fi.conf}
+	if m := t.m; m.idx < len(fi.bins) {
+		iv.bins = binsOf(fi.bins[m.idx], func(ci int) bool { return ci < len(m.classList) && t.wantsClass(m.classList[ci]) })
+	}
+	return iv
+}
+
+// add records the interval of percentile s, q its value and [lo, hi]
+// its order-statistic interval when ok.
+func (iv *viewIntervals) add(out *Metric, s trendStat, q, lo, hi float64, ok bool) {
+	if lo, hi, ok := stats.RunQuantileCI(lo, hi, ok, iv.bins, s.p, q, iv.conf); ok {
+		out.addInterval(s.name, lo, hi)
+	}
 }
 
 // addInterval records the interval of the trend stat name.

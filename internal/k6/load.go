@@ -28,9 +28,11 @@ type LoadOptions struct {
 	// Types gives metric types for CSV, which carries none: built-in
 	// metrics are known, others default to trend.
 	Types map[string]MetricDef
-	// IntervalConfidence asks for the order-statistic interval of every
-	// trend view's median and percentiles at this confidence, in
-	// Metric.Intervals (0 = none).
+	// IntervalConfidence asks for the interval of every trend view's
+	// median and percentiles at this confidence, in Metric.Intervals
+	// (0 = none); the samples of every trend then also go to time bins
+	// (at most IntervalBins sketches a class) for the batches over time
+	// those intervals take.
 	IntervalConfidence float64
 	// Timeline bins the http_req_duration samples by time (Run.Timeline).
 	Timeline bool

@@ -60,9 +60,12 @@ type Metric struct {
 	Thresholds map[string]bool // expression -> passed (ok); summary-export's inverted booleans are normalized
 	Mode       Mode
 
-	// Intervals are the order-statistic intervals of a trend view's
-	// median and percentiles, by stat name ("med", "p(95)"), from its
-	// samples when LoadOptions.IntervalConfidence asks for them; nil for
+	// Intervals are the confidence intervals of a trend view's median
+	// and percentiles, by stat name ("med", "p(95)"), from its samples
+	// when LoadOptions.IntervalConfidence asks for them: the wider of the
+	// order-statistic interval, which assumes independent samples, and
+	// the interval from the view's batches over time, which holds when
+	// slow samples come in bursts (stats.BatchQuantileCI); nil for
 	// summaries, which hold no samples.
 	Intervals map[string]Interval
 	// Fingerprint identifies a trend view's samples as a multiset: two

@@ -34,6 +34,9 @@ type metricInfo struct {
 	needsCls  bool
 	// timeline: the samples also go to the run's Timeline.
 	timeline bool
+	// binned: the samples also go to time bins by class, for the
+	// intervals' batches over time and the Timeline.
+	binned bool
 	// iterations: iteration_duration, whose samples tell when each
 	// iteration started.
 	iterations bool
@@ -95,6 +98,7 @@ func (r *registry) metricFor(name string, defs map[string]*MetricDef) (*metricIn
 	}
 	m.needsCls = m.typ == Trend && (len(m.subs) > 0 || r.opts.GroupBy != "")
 	m.timeline = r.opts.Timeline && name == HTTPReqDuration
+	m.binned = m.typ == Trend && (m.timeline || r.opts.IntervalConfidence > 0)
 	m.iterations = name == "iteration_duration" && m.typ == Trend && m.contains == Time
 	r.metrics[name] = m
 	r.mlist = append(r.mlist, m)

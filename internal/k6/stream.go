@@ -108,7 +108,7 @@ type worker struct {
 	aggs     []seriesAgg
 	sketches [][]*stats.Sketch // by metric idx, class
 	fps      [][]uint64        // trend fingerprints by metric idx, class
-	tl       binner
+	bins     [][]*binner       // trend samples by time, by metric idx, class
 	iterT    int64 // the earliest iteration start: sample time less iteration_duration
 	key      []byte
 	curT     int64
@@ -434,16 +434,21 @@ func (l *pointLoad) result() (*Run, error) {
 		return nil, fmt.Errorf("%s: no samples, only metric definitions", l.name)
 	}
 	l.setBounds(run)
-	if err := finish(run, sh, l.workers, l.all, l.stats, len(l.workers)); err != nil {
+	bins := foldBinners(l.workers)
+	if err := finish(run, sh, l.workers, l.all, bins, l.stats, len(l.workers)); err != nil {
 		return nil, fmt.Errorf("%s: %v", l.name, err)
 	}
 	run.TagValues = sh.reg.tagValues()
 	if l.opts.Timeline {
-		var tl binner
-		for _, w := range l.workers {
-			tl.merge(&w.tl)
+		if m := sh.reg.metrics[HTTPReqDuration]; m != nil && m.idx < len(bins) {
+			var tl binner
+			for _, b := range bins[m.idx] {
+				if b != nil {
+					tl.merge(b)
+				}
+			}
+			run.Timeline = tl.timeline()
 		}
-		run.Timeline = tl.timeline()
 	}
 	if sh.keepPts {
 		n := 0
@@ -605,8 +610,8 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 			}
 			w.fps[m.idx][s.class] = fingerprint(w.fps[m.idx][s.class], v)
 		}
-		if m.timeline {
-			w.tl.add(w.curT, v)
+		if m.binned {
+			w.binnerOf(m, s.class).add(w.curT, v)
 		}
 		if m.iterations {
 			if t := w.curT - int64(v*1e6); t < w.iterT {
