@@ -38,11 +38,20 @@ func TestRealEndpointRegression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The auth step (×1.25) is a Regression of auth_login's median. Its
+	// p95 rises as much, but the candidate's p95 moves between stretches
+	// of the run (batches of a minute from 1,256 to 1,673 ms), so one run
+	// shows a significant rise whose interval still reaches below the
+	// tolerance: Inconclusive, with more runs asked for.
+	if m := figure(t, res, "auth_login median"); m.Verdict != Regression {
+		t.Errorf("auth_login median %s %+.1f%% [%+.1f, %+.1f], want a Regression", m.Verdict, m.ChangePct, m.CILowPct, m.CIHighPct)
+	}
 	f := figure(t, res, "auth_login p95")
-	if f.Verdict != Regression || f.ChangePct < 25 || f.ChangePct > 35 || f.CILowPct <= 10 ||
-		!strings.Contains(f.Method, "candidate sampling error from its samples") {
-		t.Errorf("per-run values: auth_login p95 %s %+.1f%% [%+.1f, %+.1f] p_holm %.3g (%s), want a Regression near +30%% with the candidate's sampling error",
-			f.Verdict, f.ChangePct, f.CILowPct, f.CIHighPct, f.PHolm, f.Method)
+	if f.ChangePct < 25 || f.ChangePct > 35 || f.CILowPct <= 0 ||
+		!strings.Contains(f.Method, "candidate sampling error from its samples") ||
+		(f.Verdict != Regression && !(f.Verdict == Inconclusive && strings.Contains(f.Note, "more runs are needed"))) {
+		t.Errorf("per-run values: auth_login p95 %s %+.1f%% [%+.1f, %+.1f] p_holm %.3g (%s; %s), want a significant rise near +30%% with the candidate's sampling error, judged or with more runs asked for",
+			f.Verdict, f.ChangePct, f.CILowPct, f.CIHighPct, f.PHolm, f.Method, f.Note)
 	}
 	for _, w := range res.Warnings {
 		if strings.Contains(w, "keeps only the endpoint bands") {
