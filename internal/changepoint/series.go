@@ -374,21 +374,30 @@ func (s *series) segment(a, b int) (n int, w, mean, rss float64) {
 // its variance, the common scale estimated from both segments' residuals
 // (so with equal weights it is Student's test).
 func (s *series) tTest(a, c, b int) float64 {
-	n1, w1, m1, r1 := s.segment(a, c)
-	n2, w2, m2, r2 := s.segment(c, b)
-	if n1 < 1 || n2 < 1 || n1+n2 < 3 {
+	d, se, df, ok := s.shift(a, c, b)
+	switch {
+	case !ok:
 		return 1
-	}
-	df := float64(n1 + n2 - 2)
-	se := math.Sqrt((r1 + r2) / df * (1/w1 + 1/w2))
-	if !(se > 0) {
-		if m1 == m2 {
+	case !(se > 0):
+		if d == 0 {
 			return 1
 		}
 		return 0
 	}
-	t := math.Abs(m2-m1) / se
-	return 2 * (1 - stats.TCDF(t, df))
+	return 2 * (1 - stats.TCDF(math.Abs(d)/se, df))
+}
+
+// shift is the weighted t-test's shift m2 − m1 between [a, c) and
+// [c, b), its standard error and degrees of freedom; ok is false when
+// the segments hold too few runs for a test.
+func (s *series) shift(a, c, b int) (d, se, df float64, ok bool) {
+	n1, w1, m1, r1 := s.segment(a, c)
+	n2, w2, m2, r2 := s.segment(c, b)
+	if n1 < 1 || n2 < 1 || n1+n2 < 3 {
+		return 0, 0, 0, false
+	}
+	df = float64(n1 + n2 - 2)
+	return m2 - m1, math.Sqrt((r1 + r2) / df * (1/w1 + 1/w2)), df, true
 }
 
 // kept is the number of runs kept for testing in [a, b).
@@ -401,6 +410,11 @@ func (s *series) kept(a, b int) int {
 // changePoints are the series' change points after its own merge pass
 // at PValue, each with at least MinRuns kept runs on each side.
 func (s *series) changePoints() []int {
+	return s.merge(s.weakPoints(), s.cfg.PValue)
+}
+
+// weakPoints are the union of every window's weak change points.
+func (s *series) weakPoints() []int {
 	s.refresh()
 	n, S, W := len(s.runs), s.step(), s.cfg.Window
 	weak := slices.Clone(s.frozenWeak)
@@ -416,8 +430,7 @@ func (s *series) changePoints() []int {
 		}
 	}
 	slices.Sort(weak)
-	weak = slices.Compact(weak)
-	return s.merge(weak, s.cfg.PValue)
+	return slices.Compact(weak)
 }
 
 // merge drops the weakest change point until every one left has a
