@@ -144,7 +144,8 @@ func (an *Analysis) IndexOf(commit string) int {
 // changes are the report's Unreported: the caller stores them as
 // reported, so that no later report calls them new again.
 func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figures.Tolerance) *ChangesReport {
-	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{}}
+	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{},
+		Suspected: []changepoint.Suspect{}, NotAnalysed: append([]changepoint.NotAnalysed{}, an.Result.NotAnalysed...)}
 	if since > 1 {
 		ref := an.Ref(since)
 		rep.Since = &ref
@@ -167,6 +168,11 @@ func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figur
 	for _, o := range an.Result.Outliers {
 		if o.Run.Index >= since {
 			rep.Outliers = append(rep.Outliers, o)
+		}
+	}
+	for _, sp := range an.Result.Suspected {
+		if sp.Run.Index >= since {
+			rep.Suspected = append(rep.Suspected, sp)
 		}
 	}
 	if tol != nil {
