@@ -45,7 +45,7 @@ func (r *ChangesReport) WriteText(w io.Writer) error {
 		p("\nsuspected, not decided\tseries\tcommit\tdirection\tbefore\tafter\tchange\tp\tdecides at\truns before/after\tto decide\t\n")
 		for _, s := range r.Suspected {
 			p("%d\t%s\t%s\t%s\t%.4g\t%.4g\t%s\t%.2g\t%.2g\t%d/%d\t%s\t\n", s.Run.Index, s.Key, dash(s.Run.Commit), s.Direction,
-				s.Before, s.After, pct(s.Change), s.P, s.Decide, s.RunsBefore, s.RunsAfter, moreRuns(s))
+				s.Before, s.After, pct(s.Change), s.P, s.Decide, s.RunsBefore, s.RunsAfter, MoreRuns(s))
 		}
 	}
 	if len(r.NotAnalysed) > 0 {
@@ -69,9 +69,9 @@ func (r *ChangesReport) WriteText(w io.Writer) error {
 
 func pct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
 
-// moreRuns says what would decide a suspected step: more runs of the
+// MoreRuns says what would decide a suspected step: more runs of the
 // commit before it and of the latest one.
-func moreRuns(s changepoint.Suspect) string {
+func MoreRuns(s changepoint.Suspect) string {
 	if s.MoreRuns == 0 || len(s.MoreRunsOf) != 2 {
 		return "more runs than the shift is worth"
 	}
