@@ -4,9 +4,12 @@
 // sliding windows with a Student t significance (the method of Apache
 // Otava), and adds what that method lacks: a lone outlier run is never a
 // change, a change needs runs after it, each run's own measurement error
-// weighs its value, the false discovery rate is controlled across the
-// series of one test, every figure has a polarity, and appending a run
-// re-analyses only the windows it touches.
+// weighs its value, a percentile is analysed only from runs with requests
+// enough to estimate it, an endpoint's latency figures are judged as one
+// hypothesis, the false discovery rate is controlled across the
+// hypotheses of one test, a step seen but not decided is reported as
+// suspected with the runs that would decide it, every figure has a
+// polarity, and appending a run re-analyses only the windows it touches.
 //
 // The package holds no store: a caller appends runs to an Analyzer (one
 // per test) and reads its Result.
@@ -77,7 +80,7 @@ type Config struct {
 	// start every Window/2 runs.
 	Window int
 	// PValue is the false discovery rate at which change points are
-	// reported, controlled across the series of one test.
+	// reported, controlled across the hypotheses of one test.
 	PValue float64
 	// WeakFactor multiplies PValue for the first, per-window pass.
 	WeakFactor float64
