@@ -71,6 +71,11 @@ type Run struct {
 	// Config.Confidence, for quantiles computed from points; both 0 when
 	// unknown.
 	Lo, Hi float64
+	// Repeats is the number of runs of one commit pooled into this point
+	// (0 or 1: one run): Value is their geometric mean, Lo and Hi the
+	// interval of that mean from their own errors, and the point's
+	// between-run variance is a run's divided by Repeats.
+	Repeats int
 }
 
 // Config holds the method's parameters; zero fields take the defaults
@@ -275,6 +280,9 @@ func (a *Analyzer) Append(k Key, pol figures.Polarity, r Run) error {
 	}
 	if r.Count < 0 {
 		return fmt.Errorf("%s run %d (%s): count %d: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Count, ErrBadValue)
+	}
+	if r.Repeats < 0 {
+		return fmt.Errorf("%s run %d (%s): %d repeats: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Repeats, ErrBadValue)
 	}
 	if r.Lo != 0 || r.Hi != 0 {
 		if !(r.Lo >= 0 && r.Hi >= r.Lo) || math.IsInf(r.Hi, 0) {

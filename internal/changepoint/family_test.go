@@ -1,7 +1,9 @@
 package changepoint
 
 import (
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -137,5 +139,40 @@ func TestEndpointFamilyRealRuns(t *testing.T) {
 	}
 	if margin["families"] == 0 || margin["series alone"] == 0 || margin["families"] > 2*margin["series alone"] {
 		t.Errorf("p-value over the one that decides: families %.2g, series alone %.2g", margin["families"], margin["series alone"])
+	}
+}
+
+// A point pooling several runs of one commit weighs as many runs: a
+// ×1.05 step against a run-to-run spread of 5% is not decided with one
+// run a commit over 24 commits, and is with four runs a commit pooled
+// into one point each (their mean's spread halved), at the same place.
+func TestPooledRepeats(t *testing.T) {
+	k := Key{"t", "median", "a"}
+	const commits, at, reps = 24, 13, 4
+	single := level(commits, 100, 0.05, 7, func(i int) float64 { return step(i, at-1, 1.05) })
+	all := level(commits*reps, 100, 0.05, 8, func(i int) float64 { return step(i/reps, at-1, 1.05) })
+	var pooled []Run
+	for c := range commits {
+		logs := 0.0
+		for _, r := range all[c*reps : (c+1)*reps] {
+			logs += math.Log(r.Value)
+		}
+		pooled = append(pooled, Run{Commit: commitName(c), Value: math.Exp(logs / reps), Repeats: reps})
+	}
+	if res := analyzeOne(t, Config{}, k, single); len(res.Changes) != 0 {
+		t.Errorf("one run a commit: %+v", res.Changes)
+	}
+	res := analyzeOne(t, Config{}, k, pooled)
+	if len(res.Changes) != 1 || res.Changes[0].Run.Index != at || res.Changes[0].Direction != Regression {
+		t.Fatalf("four runs a commit pooled: %+v", res.Changes)
+	}
+	t.Logf("pooled: change at commit %d, %+.1f%%, p %.2g", res.Changes[0].Run.Index, 100*res.Changes[0].Change, res.Changes[0].P)
+	// Pooled points with one run each are the runs themselves.
+	ones := slices.Clone(single)
+	for i := range ones {
+		ones[i].Repeats = 1
+	}
+	if a, b := analyzeOne(t, Config{}, k, single), analyzeOne(t, Config{}, k, ones); !reflect.DeepEqual(a, b) {
+		t.Errorf("one repeat: %+v, none: %+v", b, a)
 	}
 }

@@ -168,7 +168,7 @@ func (s *series) refresh() {
 	s.z = resize(s.z, n)
 	for i := first; i < n; i++ {
 		s.iv[i] = s.imputedVar(i)
-		s.sig2[i] = s.tau2[i/S] + s.iv[i]
+		s.sig2[i] = s.tau2[i/S]/repeats(s.runs[i]) + s.iv[i]
 	}
 	s.typ = resize(s.typ, nb)
 	for b := firstBlock; b < nb; b++ {
@@ -212,6 +212,9 @@ func (s *series) refresh() {
 	s.dirty = n
 }
 
+// repeats is the number of runs a point pools, at least 1.
+func repeats(r Run) float64 { return float64(max(1, r.Repeats)) }
+
 func resize(xs []float64, n int) []float64 {
 	if cap(xs) >= n {
 		return xs[:n]
@@ -240,7 +243,8 @@ func (s *series) blockScale(b int) {
 	lo, hi := s.blockRange(b)
 	d := make([]float64, 0, hi-lo)
 	for j := lo; j+1 < hi; j++ {
-		d = append(d, math.Abs(s.y[j+1]-s.y[j]))
+		// A difference of pooled points, as one of single runs.
+		d = append(d, math.Abs(s.y[j+1]-s.y[j])/math.Sqrt((1/repeats(s.runs[j])+1/repeats(s.runs[j+1]))/2))
 	}
 	if len(d) == 0 {
 		s.scale[b], s.tau2[b], s.vc[b] = 0, 0, math.NaN()
