@@ -358,7 +358,7 @@ func (a *Analyzer) Result() Result {
 		idx int
 	}
 	// Each hypothesis' own merge pass at PValue, then the family's.
-	byU := a.unitChangePoints(units)
+	weak, byU := a.unitChangePoints(units)
 	var ps []float64
 	var qs []float64
 	var cs []cand
@@ -404,7 +404,7 @@ func (a *Analyzer) Result() Result {
 		return x.Run.Index - y.Run.Index
 	})
 	for i, u := range units {
-		res.Suspected = append(res.Suspected, a.suspects(u, byU[i], len(cs), m)...)
+		res.Suspected = append(res.Suspected, a.suspects(u, weak[i], byU[i], len(cs), m)...)
 	}
 	own := map[Key][]int{}
 	for i, u := range units {
@@ -437,11 +437,18 @@ type unit struct {
 	f *family
 }
 
-func (u unit) changePoints(cfg Config) []int {
+// changePoints are the unit's change points after its merge pass at the
+// weak p-value (WeakFactor × PValue) and after the one at PValue, which
+// continues from it: the merge drops the same points in the same order
+// until the weak pass stops.
+func (u unit) changePoints(cfg Config) (weak, cps []int) {
+	pw := cfg.PValue * cfg.WeakFactor
 	if u.f != nil {
-		return u.f.merge(u.f.weakPoints(), cfg.PValue, cfg.MinRuns)
+		weak = u.f.merge(u.f.weakPoints(), pw, cfg.MinRuns)
+		return weak, u.f.merge(weak, cfg.PValue, cfg.MinRuns)
 	}
-	return u.s.changePoints()
+	weak = u.s.merge(u.s.weakPoints(), pw)
+	return weak, u.s.merge(slices.Clone(weak), cfg.PValue)
 }
 
 func (u unit) pAt(cps []int, cp int) float64 {
@@ -476,14 +483,14 @@ func (a *Analyzer) units() []unit {
 
 // unitChangePoints runs each hypothesis' own analysis, spread over the
 // machine's cores (each series' state is its own).
-func (a *Analyzer) unitChangePoints(units []unit) [][]int {
-	byU := make([][]int, len(units))
+func (a *Analyzer) unitChangePoints(units []unit) (weak, byU [][]int) {
+	weak, byU = make([][]int, len(units)), make([][]int, len(units))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(units)) {
 		wg.Go(func() {
 			for i := range next {
-				byU[i] = units[i].changePoints(a.cfg)
+				weak[i], byU[i] = units[i].changePoints(a.cfg)
 			}
 		})
 	}
@@ -492,7 +499,7 @@ func (a *Analyzer) unitChangePoints(units []unit) [][]int {
 	}
 	close(next)
 	wg.Wait()
-	return byU
+	return weak, byU
 }
 
 // Analyze is the from-scratch analysis of complete series: the same

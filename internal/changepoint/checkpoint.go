@@ -251,6 +251,7 @@ func restoreSeries(sc seriesCheckpoint, cfg Config) (*series, error) {
 		}
 		s.frozen[p.I-t] = frozenRun{run: p.Run, y: p.Y, sig2: p.Sig2, z: p.Z, pn: p.PN, pw: p.PW, pwy: p.PWY, pwy2: p.PWY2}
 	}
+	s.frozenAt = slices.Sorted(maps.Keys(s.frozen))
 	s.runs = sc.Runs
 	s.y, s.v = make([]float64, m), make([]float64, m)
 	for i, r := range sc.Runs {

@@ -254,14 +254,26 @@ func (f *family) kept(lo, hi int) int {
 // merge is the series' merge pass over the family's change points (line
 // indices) with the family's test.
 func (f *family) merge(cps []int, pmax float64, minRuns int) []int {
+	cps = slices.Clone(cps)
+	// p-values of the points and kept runs of the segments between them,
+	// each recomputed only where a drop changed its neighbours.
+	ps := make([]float64, len(cps))
+	p := func(j int) float64 {
+		q, _, _ := f.test(f.bounds(cps, j-1), cps[j], f.bounds(cps, j+1))
+		return q
+	}
+	seg := make([]int, len(cps)+1)
+	kept := func(j int) int { return f.kept(f.bounds(cps, j-1), f.bounds(cps, j)) }
+	for j := range cps {
+		ps[j] = p(j)
+	}
+	for j := range seg {
+		seg[j] = kept(j)
+	}
 	for len(cps) > 0 {
-		ps := make([]float64, len(cps))
-		for j := range cps {
-			ps[j], _, _ = f.test(f.bounds(cps, j-1), cps[j], f.bounds(cps, j+1))
-		}
 		drop := -1
 		for j := 0; j <= len(cps) && drop < 0; j++ {
-			if f.kept(f.bounds(cps, j-1), f.bounds(cps, j)) >= minRuns {
+			if seg[j] >= minRuns {
 				continue
 			}
 			switch {
@@ -288,6 +300,14 @@ func (f *family) merge(cps []int, pmax float64, minRuns int) []int {
 			drop = worst
 		}
 		cps = slices.Delete(cps, drop, drop+1)
+		ps = slices.Delete(ps, drop, drop+1)
+		seg = slices.Delete(seg, drop, drop+1)
+		seg[drop] = kept(drop)
+		for _, j := range []int{drop - 1, drop} {
+			if j >= 0 && j < len(cps) {
+				ps[j] = p(j)
+			}
+		}
 	}
 	return cps
 }
@@ -306,16 +326,12 @@ func (s *series) posOf(idx int) int {
 	if i > 0 || s.off == 0 || len(s.runs) > 0 && s.ref(0).Index == idx {
 		return i
 	}
-	best := 0 // frozen places are negative: 0 is none
-	for j, f := range s.frozen {
-		if f.run.Index >= idx && (best == 0 || j < best) {
-			best = j
-		}
-	}
-	if best == 0 {
+	// The frozen runs in place order carry rising indices.
+	j := sort.Search(len(s.frozenAt), func(j int) bool { return s.frozen[s.frozenAt[j]].run.Index >= idx })
+	if j == len(s.frozenAt) {
 		return i
 	}
-	return best
+	return s.frozenAt[j]
 }
 
 // mapped are a family's change points (line indices) as places in one
@@ -396,16 +412,15 @@ type Suspect struct {
 const maxMoreRuns = 1000
 
 // suspects are a hypothesis' suspected steps: its weak merge pass's
-// change points at least MinRuns runs from every decided one (decided:
+// change points (weak) at least MinRuns runs from every decided one (decided:
 // its change points the test admitted; admitted: how many the test
 // admitted of its m hypotheses' points). A family's is given on its
 // clearest figure.
-func (a *Analyzer) suspects(u unit, decided []int, admitted, m int) []Suspect {
+func (a *Analyzer) suspects(u unit, weak, decided []int, admitted, m int) []Suspect {
 	need := a.cfg.PValue * float64(admitted+1) / float64(m)
-	weakP := a.cfg.PValue * a.cfg.WeakFactor
 	var out []Suspect
 	if u.f == nil {
-		for _, c := range u.s.merge(u.s.weakPoints(), weakP) {
+		for _, c := range weak {
 			if near(decided, c, a.cfg.MinRuns) {
 				continue
 			}
@@ -417,7 +432,7 @@ func (a *Analyzer) suspects(u unit, decided []int, admitted, m int) []Suspect {
 		return out
 	}
 	f := u.f
-	for _, c := range f.merge(f.weakPoints(), weakP, a.cfg.MinRuns) {
+	for _, c := range weak {
 		if near(decided, c, a.cfg.MinRuns) {
 			continue
 		}

@@ -54,6 +54,8 @@ type series struct {
 	// list read is kept, in frozen.
 	off    int
 	frozen map[int]frozenRun
+	// frozenAt are frozen's places in order.
+	frozenAt []int
 	// frozenWeak are the weak change points of the windows before the
 	// kept runs, which no append re-runs.
 	frozenWeak []int
@@ -409,12 +411,6 @@ func (s *series) kept(a, b int) int {
 	na, _, _, _ := s.prefix(a)
 	nb, _, _, _ := s.prefix(b)
 	return nb - na
-}
-
-// changePoints are the series' change points after its own merge pass
-// at PValue, each with at least MinRuns kept runs on each side.
-func (s *series) changePoints() []int {
-	return s.merge(s.weakPoints(), s.cfg.PValue)
 }
 
 // weakPoints are the union of every window's weak change points.
