@@ -172,7 +172,7 @@ type Change struct {
 	Delta  float64 `json:"delta"`
 	Change float64 `json:"change"`
 	// P is the t-test's p-value of the two segments; Q the same adjusted
-	// for the false discovery rate across the test's series. For a figure
+	// for the false discovery rate across the test's hypotheses. For a figure
 	// of an endpoint's latency family, P is the figure's own test and Q
 	// and JointP the family's, which decided the change.
 	P      float64 `json:"p"`

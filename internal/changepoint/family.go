@@ -357,6 +357,7 @@ func (f *family) changes(cps []int, cp int, p, q float64) []Change {
 	_, z, _ := f.test(f.bounds(cps, j-1), cp, f.bounds(cps, j+1))
 	dir := direction(figures.HigherIsWorse, z > 0)
 	var out []Change
+	var clearest *Change
 	for _, s := range f.all {
 		m := f.mapped(s, cps)
 		c := s.posOf(cp)
@@ -369,11 +370,20 @@ func (f *family) changes(cps []int, cp int, p, q float64) []Change {
 		}
 		mp := s.tTest(lo, c, hi)
 		ch := s.change(m, c, mp, q)
-		if ch.Direction != dir || mp > MemberP {
+		ch.JointP = p
+		if ch.Direction != dir {
 			continue
 		}
-		ch.JointP = p
-		out = append(out, ch)
+		if joint(s.key.Figure) && (clearest == nil || mp < clearest.P) {
+			clearest = &ch
+		}
+		if mp <= MemberP {
+			out = append(out, ch)
+		}
+	}
+	if len(out) == 0 && clearest != nil {
+		// A decided step names at least its clearest figure.
+		out = append(out, *clearest)
 	}
 	return out
 }

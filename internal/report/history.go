@@ -99,7 +99,7 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 	fmt.Fprintf(b, "# Run history: %s\n\n", rep.Test)
 	fmt.Fprintf(b, "%d runs on the main line, from %s to %s, in commit-time order; %d series (each figure, aggregate and per endpoint). ",
 		rep.Runs, r.Labels[0], r.Labels[len(r.Labels)-1], len(r.Series))
-	b.WriteString("A change point is the first run of a new level, found by E-Divisive means with a t-test and a minimum of 3 runs on each side, at a false discovery rate across the test's series; an outlier run lies far from the runs on both sides of it and is never a change point.")
+	b.WriteString("A change point is the first run of a new level, found by E-Divisive means with a t-test and a minimum of 3 runs on each side, at a false discovery rate across the test's hypotheses (an endpoint's latency figures judged together, a percentile only from runs with requests enough to estimate it); an outlier run lies far from the runs on both sides of it and is never a change point.")
 	if r.Envelope != "" {
 		fmt.Fprintf(b, " The shaded band is envelope %s's band of the figure.", r.Envelope)
 	}
