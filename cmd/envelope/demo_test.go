@@ -62,7 +62,7 @@ func TestDemoNoServe(t *testing.T) {
 		"compare: Aggregate throughput",
 		"dashboards: 6 Grafana dashboards in " + filepath.Join(dir, "dashboards") + " (envelope bands from the exporter's gauges, thresholds from envelope.yaml)",
 		"history: 30 runs of history-shared, one per commit, recorded in " + filepath.Join(dir, "envelope-history.db"),
-		"document_upload.p95 of test history-shared (ms), main line: 30 runs in commit-time order",
+		"document_upload.median of test history-shared (ms), main line: 30 runs in commit-time order",
 		"\n1   1    c01",
 		"\n30  30   c30",
 		"history changes: every figure of the 30 runs",
@@ -72,7 +72,7 @@ func TestDemoNoServe(t *testing.T) {
 	}
 	// The runs' known changes, as history changes finds them: the upload's
 	// step a regression at its run, the one slow run an outlier only.
-	for _, re := range []string{`\n\S+ +document_upload\.p95 +11 +c11 +regression `, `\n20 +actor_get\.median +c20 `} {
+	for _, re := range []string{`\n\S+ +document_upload\.median +11 +c11 +regression `, `\n20 +actor_get\.median +c20 `} {
 		if !regexp.MustCompile(re).MatchString(so) {
 			t.Errorf("stdout lacks %s:\n%s", re, so)
 		}

@@ -71,12 +71,12 @@ func checkRebaseline(t *testing.T, dsn, old, want, fx string) {
 	}
 	id := ""
 	for _, c := range rep.Changes {
-		if c.Endpoint == "document_upload" && c.Figure == "p95" {
+		if c.Endpoint == "document_upload" && c.Figure == "median" {
 			id = c.ID
 		}
 	}
 	if id == "" {
-		t.Fatalf("no upload p95 change: %+v", rep.Changes)
+		t.Fatalf("no upload median change: %+v", rep.Changes)
 	}
 	mustRun(t, "history", "--history", dsn, "ack", id, "--status", "expected", "--note", "larger documents")
 	newEnv := filepath.Join(dir, "new.yaml")
@@ -153,7 +153,7 @@ func checkHistoryReport(t *testing.T, md string) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"# Run history: mix", "## Change points", "| `document_upload.p95` | 11 |", "regression", "## Outlier runs", "| 20 |", "`actor_get.avg`", "## Drift", "envelope mix's band"} {
+	for _, want := range []string{"# Run history: mix", "## Change points", "| `document_upload.median` | 11 |", "regression", "## Outlier runs", "| 20 |", "`actor_get.avg`", "## Drift", "envelope mix's band"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}

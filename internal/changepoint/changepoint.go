@@ -4,9 +4,12 @@
 // sliding windows with a Student t significance (the method of Apache
 // Otava), and adds what that method lacks: a lone outlier run is never a
 // change, a change needs runs after it, each run's own measurement error
-// weighs its value, the false discovery rate is controlled across the
-// series of one test, every figure has a polarity, and appending a run
-// re-analyses only the windows it touches.
+// weighs its value, a percentile is analysed only from runs with requests
+// enough to estimate it, an endpoint's latency figures are judged as one
+// hypothesis, the false discovery rate is controlled across the
+// hypotheses of one test, a step seen but not decided is reported as
+// suspected with the runs that would decide it, every figure has a
+// polarity, and appending a run re-analyses only the windows it touches.
 //
 // The package holds no store: a caller appends runs to an Analyzer (one
 // per test) and reads its Result.
@@ -68,6 +71,11 @@ type Run struct {
 	// Config.Confidence, for quantiles computed from points; both 0 when
 	// unknown.
 	Lo, Hi float64
+	// Repeats is the number of runs of one commit pooled into this point
+	// (0 or 1: one run): Value is their geometric mean, Lo and Hi the
+	// interval of that mean from their own errors, and the point's
+	// between-run variance is a run's divided by Repeats.
+	Repeats int
 }
 
 // Config holds the method's parameters; zero fields take the defaults
@@ -77,7 +85,7 @@ type Config struct {
 	// start every Window/2 runs.
 	Window int
 	// PValue is the false discovery rate at which change points are
-	// reported, controlled across the series of one test.
+	// reported, controlled across the hypotheses of one test.
 	PValue float64
 	// WeakFactor multiplies PValue for the first, per-window pass.
 	WeakFactor float64
@@ -164,9 +172,12 @@ type Change struct {
 	Delta  float64 `json:"delta"`
 	Change float64 `json:"change"`
 	// P is the t-test's p-value of the two segments; Q the same adjusted
-	// for the false discovery rate across the test's series.
-	P float64 `json:"p"`
-	Q float64 `json:"q"`
+	// for the false discovery rate across the test's hypotheses. For a figure
+	// of an endpoint's latency family, P is the figure's own test and Q
+	// and JointP the family's, which decided the change.
+	P      float64 `json:"p"`
+	Q      float64 `json:"q"`
+	JointP float64 `json:"joint_p,omitempty"`
 }
 
 // Outlier is a lone run far from the runs on both sides of it.
@@ -196,11 +207,32 @@ func ChangeID(k Key, commit string) string {
 
 // Result is the analysis of every series of one test.
 type Result struct {
-	// Series is the number of series analysed (the size of the family
-	// the false discovery rate is controlled over).
+	// Series is the number of hypotheses the false discovery rate is
+	// controlled over: every series outside a family once, each latency
+	// family as its effective number of independent figures (Nyholt's),
+	// the sum rounded up.
 	Series   int
 	Changes  []Change
 	Outliers []Outlier
+	// Suspected are the steps the analysis saw but did not decide, with
+	// the runs that would decide them.
+	Suspected []Suspect
+	// NotAnalysed are the percentile series some of whose runs had too
+	// few requests to estimate them: those runs were left out.
+	NotAnalysed []NotAnalysed
+}
+
+// NotAnalysed is a percentile series with runs too small to estimate
+// it (figures.Def.Supported), which the analysis left out.
+type NotAnalysed struct {
+	Key
+	// Runs is the number of runs left out, Analysed the number kept.
+	Runs     int `json:"runs"`
+	Analysed int `json:"analysed"`
+	// MostRequests is the largest request count of the runs left out;
+	// RequestsNeeded what a run needs for the figure.
+	MostRequests   int64 `json:"most_requests"`
+	RequestsNeeded int64 `json:"requests_needed"`
 }
 
 // Analyzer holds the series of one test and their analysis state.
@@ -209,6 +241,15 @@ type Analyzer struct {
 	cfg    Config
 	series map[Key]*series
 	order  []Key
+	// keys are every series appended to, in order, runs left out or not;
+	// last the line index of each one's latest run; skipped the runs a
+	// series left out for too few requests.
+	keys    []Key
+	last    map[Key]int
+	skipped map[Key]*NotAnalysed
+	// alone tests every series by itself, no family: the method the
+	// families are measured against.
+	alone bool
 }
 
 // ErrBadValue is wrapped by Append's errors for values it refuses.
@@ -220,23 +261,28 @@ func New(cfg Config) (*Analyzer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Analyzer{cfg: cfg, series: map[Key]*series{}}, nil
+	return &Analyzer{cfg: cfg, series: map[Key]*series{}, last: map[Key]int{}, skipped: map[Key]*NotAnalysed{}}, nil
 }
 
 // Config is the analyzer's configuration, defaults filled in.
 func (a *Analyzer) Config() Config { return a.cfg }
 
 // Append adds the next run (in commit order) to series k, creating it
-// with polarity pol on first use.
+// with polarity pol on first use. A run with too few requests to
+// estimate a percentile figure (figures.Def.Supported of its Count, when
+// known) is left out of the series and counted in Result.NotAnalysed.
 func (a *Analyzer) Append(k Key, pol figures.Polarity, r Run) error {
 	if math.IsNaN(r.Value) || math.IsInf(r.Value, 0) || r.Value < 0 {
 		return fmt.Errorf("%s run %d (%s): value %v: %w, want a finite number ≥ 0", k, a.Len(k)+1, r.Commit, r.Value, ErrBadValue)
 	}
-	if r.Index < 0 || r.Index > 0 && a.Len(k) > 0 && r.Index <= a.series[k].ref(len(a.series[k].runs)-1).Index {
+	if r.Index < 0 || r.Index > 0 && r.Index <= a.last[k] {
 		return fmt.Errorf("%s run %d (%s): index %d: %w, want indices rising in commit order", k, a.Len(k)+1, r.Commit, r.Index, ErrBadValue)
 	}
 	if r.Count < 0 {
 		return fmt.Errorf("%s run %d (%s): count %d: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Count, ErrBadValue)
+	}
+	if r.Repeats < 0 {
+		return fmt.Errorf("%s run %d (%s): %d repeats: %w, want ≥ 0", k, a.Len(k)+1, r.Commit, r.Repeats, ErrBadValue)
 	}
 	if r.Lo != 0 || r.Hi != 0 {
 		if !(r.Lo >= 0 && r.Hi >= r.Lo) || math.IsInf(r.Hi, 0) {
@@ -246,6 +292,25 @@ func (a *Analyzer) Append(k Key, pol figures.Polarity, r Run) error {
 	s, ok := a.series[k]
 	if ok && s.off > 0 && r.Value <= 0 && !s.linear {
 		return fmt.Errorf("%s run %d (%s): a value of 0 turns the series to the linear scale, which re-derives runs before the checkpoint's tail: %w", k, a.Len(k)+1, r.Commit, ErrCheckpoint)
+	}
+	// Every run carries its place in the line, so that a series with runs
+	// left out still places the rest.
+	if r.Index == 0 {
+		r.Index = a.last[k] + 1
+	}
+	if _, seen := a.last[k]; !seen {
+		a.keys = append(a.keys, k)
+	}
+	a.last[k] = r.Index
+	if d := k.Figure.Def(); r.Count > 0 && !d.Supported(r.Count) {
+		na := a.skipped[k]
+		if na == nil {
+			na = &NotAnalysed{Key: k, RequestsNeeded: d.RequestsNeeded()}
+			a.skipped[k] = na
+		}
+		na.Runs++
+		na.MostRequests = max(na.MostRequests, r.Count)
+		return nil
 	}
 	if !ok {
 		s = newSeries(k, pol, a.cfg)
@@ -264,75 +329,177 @@ func (a *Analyzer) Len(k Key) int {
 	return 0
 }
 
-// Keys are the series in the order they were first appended to.
-func (a *Analyzer) Keys() []Key { return slices.Clone(a.order) }
+// Keys are the series in the order they were first appended to, those
+// whose every run was left out for too few requests included.
+func (a *Analyzer) Keys() []Key { return slices.Clone(a.keys) }
 
 // Result analyses every series (only the windows runs were appended to
 // since the last call) and returns the change points whose false
-// discovery rate across the test's series is at most Config.PValue, and
-// the outlier runs. The answer depends only on the runs, never on the
-// order of calls.
+// discovery rate across the test's hypotheses is at most Config.PValue,
+// the outlier runs, the steps suspected but not decided, and the series
+// with runs left out. An endpoint's latency figures are one hypothesis,
+// tested on their joint series (family); every other series is one. The
+// answer depends only on the runs, never on the order of calls.
 func (a *Analyzer) Result() Result {
-	res := Result{Series: len(a.order)}
+	units := a.units()
+	// The family's size: a series counts once, a family of figures as
+	// many independent tests as its figures' correlation makes them.
+	var size float64
+	for _, u := range units {
+		size++
+		if u.f != nil {
+			size += u.f.meff - 1
+		}
+	}
+	m := int(math.Ceil(size - 1e-9))
+	res := Result{Series: m}
 	type cand struct {
-		s   *series
+		u   int
 		idx int
 	}
-	// Each series' own merge pass at PValue, then the family's.
-	byS := a.seriesChangePoints()
+	// Each hypothesis' own merge pass at PValue, then the family's.
+	weak, byU := a.unitChangePoints(units)
+	var ps []float64
+	var qs []float64
+	var cs []cand
 	for {
-		var cs []cand
-		var ps []float64
-		for i, k := range a.order {
-			s := a.series[k]
-			for _, cp := range byS[i] {
-				cs = append(cs, cand{s, cp})
-				ps = append(ps, s.pAt(byS[i], cp))
+		cs, ps = cs[:0], ps[:0]
+		for i, u := range units {
+			for _, cp := range byU[i] {
+				cs = append(cs, cand{i, cp})
+				ps = append(ps, u.pAt(byU[i], cp))
 			}
 		}
-		q := stats.BenjaminiHochberg(ps, len(a.order))
+		qs = stats.BenjaminiHochberg(ps, m)
 		worst := -1
 		for i := range cs {
-			if q[i] > a.cfg.PValue && (worst < 0 || ps[i] > ps[worst]) {
+			if qs[i] > a.cfg.PValue && (worst < 0 || ps[i] > ps[worst]) {
 				worst = i
 			}
 		}
 		if worst < 0 {
-			for i, c := range cs {
-				res.Changes = append(res.Changes, c.s.change(byS[slices.Index(a.order, c.s.key)], c.idx, ps[i], q[i]))
-			}
 			break
 		}
 		// Drop the weakest failing point and test the rest again: its
 		// neighbours' segments have grown.
-		si := slices.Index(a.order, cs[worst].s.key)
-		byS[si] = slices.DeleteFunc(byS[si], func(x int) bool { return x == cs[worst].idx })
+		u := cs[worst].u
+		byU[u] = slices.DeleteFunc(byU[u], func(x int) bool { return x == cs[worst].idx })
 	}
+	rank := map[Key]int{}
 	for i, k := range a.order {
-		res.Outliers = append(res.Outliers, a.series[k].outliers(byS[i])...)
+		rank[k] = i
 	}
+	for i, c := range cs {
+		u := units[c.u]
+		if u.f == nil {
+			res.Changes = append(res.Changes, u.s.change(byU[c.u], c.idx, ps[i], qs[i]))
+			continue
+		}
+		res.Changes = append(res.Changes, u.f.changes(byU[c.u], c.idx, ps[i], qs[i])...)
+	}
+	slices.SortStableFunc(res.Changes, func(x, y Change) int {
+		if d := rank[x.Key] - rank[y.Key]; d != 0 {
+			return d
+		}
+		return x.Run.Index - y.Run.Index
+	})
+	for i, u := range units {
+		res.Suspected = append(res.Suspected, a.suspects(u, weak[i], byU[i], len(cs), m)...)
+	}
+	own := map[Key][]int{}
+	for i, u := range units {
+		if u.f == nil {
+			own[u.s.key] = byU[i]
+			continue
+		}
+		for _, s := range u.f.all {
+			own[s.key] = u.f.mapped(s, byU[i])
+		}
+	}
+	for _, k := range a.order {
+		res.Outliers = append(res.Outliers, a.series[k].outliers(own[k])...)
+	}
+	for _, k := range a.keys {
+		if na := a.skipped[k]; na != nil {
+			v := *na
+			v.Analysed = a.Len(k)
+			res.NotAnalysed = append(res.NotAnalysed, v)
+		}
+	}
+	slices.SortFunc(res.NotAnalysed, func(x, y NotAnalysed) int { return strings.Compare(x.String(), y.String()) })
 	return res
 }
 
-// seriesChangePoints runs each series' own analysis, the series spread
-// over the machine's cores (each series' state is its own).
-func (a *Analyzer) seriesChangePoints() [][]int {
-	byS := make([][]int, len(a.order))
+// unit is one hypothesis of the test: a series alone (s), or an
+// endpoint's latency family (f), whose change points are line indices.
+type unit struct {
+	s *series
+	f *family
+}
+
+// changePoints are the unit's change points after its merge pass at the
+// weak p-value (WeakFactor × PValue) and after the one at PValue, which
+// continues from it: the merge drops the same points in the same order
+// until the weak pass stops.
+func (u unit) changePoints(cfg Config) (weak, cps []int) {
+	pw := cfg.PValue * cfg.WeakFactor
+	if u.f != nil {
+		weak = u.f.merge(u.f.weakPoints(), pw, cfg.MinRuns)
+		return weak, u.f.merge(weak, cfg.PValue, cfg.MinRuns)
+	}
+	weak = u.s.merge(u.s.weakPoints(), pw)
+	return weak, u.s.merge(slices.Clone(weak), cfg.PValue)
+}
+
+func (u unit) pAt(cps []int, cp int) float64 {
+	if u.f != nil {
+		return u.f.pAt(cps, cp)
+	}
+	return u.s.pAt(cps, cp)
+}
+
+// units are the test's hypotheses: each family tested as one, in the
+// order of its first figure, and every series outside a family.
+func (a *Analyzer) units() []unit {
+	for _, k := range a.order {
+		a.series[k].refresh()
+	}
+	fams := a.families()
+	var out []unit
+	done := map[string]bool{}
+	for _, k := range a.order {
+		f, ok := fams[k.Endpoint]
+		if !ok || !k.Figure.Def().Latency {
+			out = append(out, unit{s: a.series[k]})
+			continue
+		}
+		if !done[k.Endpoint] {
+			done[k.Endpoint] = true
+			out = append(out, unit{f: f})
+		}
+	}
+	return out
+}
+
+// unitChangePoints runs each hypothesis' own analysis, spread over the
+// machine's cores (each series' state is its own).
+func (a *Analyzer) unitChangePoints(units []unit) (weak, byU [][]int) {
+	weak, byU = make([][]int, len(units)), make([][]int, len(units))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(a.order)) {
+	for range min(runtime.GOMAXPROCS(0), len(units)) {
 		wg.Go(func() {
 			for i := range next {
-				byS[i] = a.series[a.order[i]].changePoints()
+				weak[i], byU[i] = units[i].changePoints(a.cfg)
 			}
 		})
 	}
-	for i := range a.order {
+	for i := range units {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return byS
+	return weak, byU
 }
 
 // Analyze is the from-scratch analysis of complete series: the same
@@ -345,13 +512,6 @@ func Analyze(cfg Config, series []Series) (Result, error) {
 	for _, s := range series {
 		if len(s.Runs) == 0 {
 			continue
-		}
-		if _, ok := a.series[s.Key]; !ok {
-			ns := newSeries(s.Key, s.Polarity, a.cfg)
-			ns.runs = make([]Run, 0, len(s.Runs))
-			ns.y, ns.v = make([]float64, 0, len(s.Runs)), make([]float64, 0, len(s.Runs))
-			a.series[s.Key] = ns
-			a.order = append(a.order, s.Key)
 		}
 		for _, r := range s.Runs {
 			if err := a.Append(s.Key, s.Polarity, r); err != nil {

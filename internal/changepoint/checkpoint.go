@@ -28,9 +28,19 @@ import (
 // analyses from scratch instead.
 var ErrCheckpoint = errors.New("beyond the checkpoint")
 
+// checkpointVersion is the layout and meaning of a checkpoint: one of
+// another version is refused, and the caller analyses from scratch.
+const checkpointVersion = 2
+
 type checkpoint struct {
-	Cfg    Config
-	Series []seriesCheckpoint
+	Version int
+	Cfg     Config
+	Series  []seriesCheckpoint
+	// Keys are every series appended to, in order, with the line index
+	// of its latest run and the runs it left out.
+	Keys    []Key
+	Last    []int
+	Skipped []NotAnalysed
 }
 
 type seriesCheckpoint struct {
@@ -83,12 +93,32 @@ func (s *series) tailStart() int {
 // Checkpoint encodes the analyzer's state after Result (call Result
 // first: a checkpoint of runs not yet analysed is refused).
 func (a *Analyzer) Checkpoint() ([]byte, error) {
-	cp := checkpoint{Cfg: a.cfg}
+	cp := checkpoint{Version: checkpointVersion, Cfg: a.cfg, Keys: slices.Clone(a.keys)}
+	for _, k := range a.keys {
+		cp.Last = append(cp.Last, a.last[k])
+		if na := a.skipped[k]; na != nil {
+			cp.Skipped = append(cp.Skipped, *na)
+		}
+	}
 	for _, k := range a.order {
-		s := a.series[k]
-		if s.dirty < len(s.runs) || len(s.pn) != len(s.runs)+1 {
+		if s := a.series[k]; s.dirty < len(s.runs) || len(s.pn) != len(s.runs)+1 {
 			return nil, fmt.Errorf("checkpoint of %s: runs appended since the last Result", k)
 		}
+	}
+	// A family reads its figures at every tested figure's weak change
+	// points: each figure keeps its runs there.
+	extra := map[Key][]int{}
+	for _, f := range a.families() {
+		at := f.weakPoints()
+		for _, s := range f.all {
+			for _, j := range at {
+				c := s.posOf(j)
+				extra[s.key] = append(extra[s.key], c, c-1)
+			}
+		}
+	}
+	for _, k := range a.order {
+		s := a.series[k]
 		t := s.tailStart()
 		sc := seriesCheckpoint{Key: k, Pol: s.pol, Linear: s.linear, Y0: s.y0, N: s.n(), Tail: s.off + t,
 			Runs: slices.Clone(s.runs[t:]), IV: slices.Clone(s.iv[t:]), Sig2: slices.Clone(s.sig2[t:]), Z: slices.Clone(s.z[t:]),
@@ -97,7 +127,9 @@ func (a *Analyzer) Checkpoint() ([]byte, error) {
 		b := t / s.step()
 		sc.Scale, sc.Tau2, sc.Typ, sc.VC = slices.Clone(s.scale[b:]), slices.Clone(s.tau2[b:]), slices.Clone(s.typ[b:]), slices.Clone(s.vc[b:])
 		// The runs before the tail the analysis still reads: weak change
-		// points (segment bounds of the merge pass) and outliers.
+		// points (segment bounds of the merge pass) and the runs before
+		// them (a suspected step's last run at the level before), and
+		// outliers.
 		keep := map[int]bool{}
 		frozen := slices.Clone(s.frozenWeak)
 		for start, cps := range s.windows {
@@ -109,7 +141,7 @@ func (a *Analyzer) Checkpoint() ([]byte, error) {
 			for j, c := range cps {
 				g[j] = c + s.off
 				if c < t {
-					keep[c] = true
+					keep[c], keep[c-1] = true, true
 				}
 			}
 			sc.Windows[start+s.off] = g
@@ -117,12 +149,17 @@ func (a *Analyzer) Checkpoint() ([]byte, error) {
 		slices.Sort(frozen)
 		for _, c := range slices.Compact(frozen) {
 			if c < t {
-				keep[c] = true
+				keep[c], keep[c-1] = true, true
 			}
 			sc.FrozenWeak = append(sc.FrozenWeak, c+s.off)
 		}
 		for i, f := range s.frozen {
 			if f.z != 0 {
+				keep[i] = true
+			}
+		}
+		for _, i := range extra[k] {
+			if i < t && i >= -s.off {
 				keep[i] = true
 			}
 		}
@@ -132,6 +169,9 @@ func (a *Analyzer) Checkpoint() ([]byte, error) {
 			}
 		}
 		for _, i := range slices.Sorted(maps.Keys(keep)) {
+			if _, ok := s.frozen[i]; i < 0 && !ok {
+				continue // before the series, or left out of the checkpoint restored
+			}
 			r, y, sig2, z := s.runPoint(i)
 			pn, pw, pwy, pwy2 := s.prefix(i)
 			sc.Points = append(sc.Points, pointCheckpoint{I: i + s.off, Run: r, Y: y, Sig2: sig2, Z: z, PN: pn, PW: pw, PWY: pwy, PWY2: pwy2})
@@ -153,6 +193,12 @@ func Restore(data []byte) (*Analyzer, error) {
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&cp); err != nil {
 		return nil, fmt.Errorf("restore checkpoint: %w", err)
 	}
+	if cp.Version != checkpointVersion {
+		return nil, fmt.Errorf("restore checkpoint: version %d, want %d", cp.Version, checkpointVersion)
+	}
+	if len(cp.Last) != len(cp.Keys) {
+		return nil, fmt.Errorf("restore checkpoint: %d keys with %d latest runs", len(cp.Keys), len(cp.Last))
+	}
 	a, err := New(cp.Cfg)
 	if err != nil {
 		return nil, fmt.Errorf("restore checkpoint: %w", err)
@@ -170,6 +216,19 @@ func Restore(data []byte) (*Analyzer, error) {
 		}
 		a.series[sc.Key] = s
 		a.order = append(a.order, sc.Key)
+	}
+	for i, k := range cp.Keys {
+		if _, dup := a.last[k]; dup {
+			return nil, fmt.Errorf("restore checkpoint: key %s twice", k)
+		}
+		a.keys = append(a.keys, k)
+		a.last[k] = cp.Last[i]
+	}
+	for _, na := range cp.Skipped {
+		if _, ok := a.last[na.Key]; !ok {
+			return nil, fmt.Errorf("restore checkpoint: runs left out of %s, a series it lacks", na.Key)
+		}
+		a.skipped[na.Key] = &na
 	}
 	return a, nil
 }
@@ -192,6 +251,7 @@ func restoreSeries(sc seriesCheckpoint, cfg Config) (*series, error) {
 		}
 		s.frozen[p.I-t] = frozenRun{run: p.Run, y: p.Y, sig2: p.Sig2, z: p.Z, pn: p.PN, pw: p.PW, pwy: p.PWY, pwy2: p.PWY2}
 	}
+	s.frozenAt = slices.Sorted(maps.Keys(s.frozen))
 	s.runs = sc.Runs
 	s.y, s.v = make([]float64, m), make([]float64, m)
 	for i, r := range sc.Runs {

@@ -26,9 +26,13 @@ type Drift struct {
 	// Change is the relative change from the Since run to the last run
 	// along the fitted line, CI its interval at Config.Confidence
 	// (Sen's interval of the slope).
-	Change    float64    `json:"change"`
-	CI        [2]float64 `json:"ci"`
-	Direction Direction  `json:"direction"`
+	Change float64    `json:"change"`
+	CI     [2]float64 `json:"ci"`
+	// Level is the fitted line's value at the Since run, in the figure's
+	// unit (the median intercept of the slope): the line runs from there
+	// by PerRun a run.
+	Level     float64   `json:"level"`
+	Direction Direction `json:"direction"`
 	// OverTolerance: the accumulated change passes the tolerance and its
 	// interval excludes no change.
 	OverTolerance bool `json:"over_tolerance"`
@@ -81,13 +85,14 @@ func (a *Analyzer) Drift(k Key, sinceIndex int, tolerance float64) (Drift, error
 	d := Drift{Key: k, Since: s.ref(since - 1), Runs: len(xs)}
 	rel := func(b float64) float64 { return math.Expm1(b * span) }
 	d.PerRun = math.Expm1(slope)
+	// The level at the since run along the line: the median intercept.
+	icpt := make([]float64, len(xs))
+	for j := range xs {
+		icpt[j] = ys[j] - slope*xs[j]
+	}
+	base := median(icpt) + slope*x0 + s.y0
+	d.Level = s.level(base - s.y0)
 	if s.linear {
-		// The level at the since run along the line: the median intercept.
-		icpt := make([]float64, len(xs))
-		for j := range xs {
-			icpt[j] = ys[j] - slope*xs[j]
-		}
-		base := median(icpt) + slope*x0 + s.y0
 		if !(base > 0) {
 			return Drift{}, fmt.Errorf("%s: level %v at run %d: a relative drift needs a level above 0", k, base, sinceIndex)
 		}

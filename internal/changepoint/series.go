@@ -54,6 +54,8 @@ type series struct {
 	// list read is kept, in frozen.
 	off    int
 	frozen map[int]frozenRun
+	// frozenAt are frozen's places in order.
+	frozenAt []int
 	// frozenWeak are the weak change points of the windows before the
 	// kept runs, which no append re-runs.
 	frozenWeak []int
@@ -168,7 +170,7 @@ func (s *series) refresh() {
 	s.z = resize(s.z, n)
 	for i := first; i < n; i++ {
 		s.iv[i] = s.imputedVar(i)
-		s.sig2[i] = s.tau2[i/S] + s.iv[i]
+		s.sig2[i] = s.tau2[i/S]/repeats(s.runs[i]) + s.iv[i]
 	}
 	s.typ = resize(s.typ, nb)
 	for b := firstBlock; b < nb; b++ {
@@ -212,6 +214,9 @@ func (s *series) refresh() {
 	s.dirty = n
 }
 
+// repeats is the number of runs a point pools, at least 1.
+func repeats(r Run) float64 { return float64(max(1, r.Repeats)) }
+
 func resize(xs []float64, n int) []float64 {
 	if cap(xs) >= n {
 		return xs[:n]
@@ -240,7 +245,8 @@ func (s *series) blockScale(b int) {
 	lo, hi := s.blockRange(b)
 	d := make([]float64, 0, hi-lo)
 	for j := lo; j+1 < hi; j++ {
-		d = append(d, math.Abs(s.y[j+1]-s.y[j]))
+		// A difference of pooled points, as one of single runs.
+		d = append(d, math.Abs(s.y[j+1]-s.y[j])/math.Sqrt((1/repeats(s.runs[j])+1/repeats(s.runs[j+1]))/2))
 	}
 	if len(d) == 0 {
 		s.scale[b], s.tau2[b], s.vc[b] = 0, 0, math.NaN()
@@ -374,21 +380,30 @@ func (s *series) segment(a, b int) (n int, w, mean, rss float64) {
 // its variance, the common scale estimated from both segments' residuals
 // (so with equal weights it is Student's test).
 func (s *series) tTest(a, c, b int) float64 {
-	n1, w1, m1, r1 := s.segment(a, c)
-	n2, w2, m2, r2 := s.segment(c, b)
-	if n1 < 1 || n2 < 1 || n1+n2 < 3 {
+	d, se, df, ok := s.shift(a, c, b)
+	switch {
+	case !ok:
 		return 1
-	}
-	df := float64(n1 + n2 - 2)
-	se := math.Sqrt((r1 + r2) / df * (1/w1 + 1/w2))
-	if !(se > 0) {
-		if m1 == m2 {
+	case !(se > 0):
+		if d == 0 {
 			return 1
 		}
 		return 0
 	}
-	t := math.Abs(m2-m1) / se
-	return 2 * (1 - stats.TCDF(t, df))
+	return 2 * (1 - stats.TCDF(math.Abs(d)/se, df))
+}
+
+// shift is the weighted t-test's shift m2 − m1 between [a, c) and
+// [c, b), its standard error and degrees of freedom; ok is false when
+// the segments hold too few runs for a test.
+func (s *series) shift(a, c, b int) (d, se, df float64, ok bool) {
+	n1, w1, m1, r1 := s.segment(a, c)
+	n2, w2, m2, r2 := s.segment(c, b)
+	if n1 < 1 || n2 < 1 || n1+n2 < 3 {
+		return 0, 0, 0, false
+	}
+	df = float64(n1 + n2 - 2)
+	return m2 - m1, math.Sqrt((r1 + r2) / df * (1/w1 + 1/w2)), df, true
 }
 
 // kept is the number of runs kept for testing in [a, b).
@@ -398,9 +413,8 @@ func (s *series) kept(a, b int) int {
 	return nb - na
 }
 
-// changePoints are the series' change points after its own merge pass
-// at PValue, each with at least MinRuns kept runs on each side.
-func (s *series) changePoints() []int {
+// weakPoints are the union of every window's weak change points.
+func (s *series) weakPoints() []int {
 	s.refresh()
 	n, S, W := len(s.runs), s.step(), s.cfg.Window
 	weak := slices.Clone(s.frozenWeak)
@@ -416,8 +430,7 @@ func (s *series) changePoints() []int {
 		}
 	}
 	slices.Sort(weak)
-	weak = slices.Compact(weak)
-	return s.merge(weak, s.cfg.PValue)
+	return slices.Compact(weak)
 }
 
 // merge drops the weakest change point until every one left has a

@@ -67,10 +67,15 @@ var (
 // Themes lists the themes WriteThemed writes.
 func Themes() []Theme { return []Theme{Light, Dark} }
 
-// Series is one named value per category (bars, lines).
+// Series is one named value per category (bars, lines). A line's NaN
+// values are gaps: the line is drawn over the runs of values between
+// them.
 type Series struct {
 	Name   string
 	Values []float64
+	// Dashed draws a line dashed and without markers: a level the chart
+	// shows as uncertain.
+	Dashed bool
 }
 
 // Range is one named value per category with a low–high whisker: a
@@ -249,24 +254,48 @@ func (c Chart) addBars(p *plot.Plot, t Theme) error {
 	return nil
 }
 
-// addLines draws the line series with their points.
+// addLines draws the line series with their points, each run of values
+// between gaps (NaN) as its own line.
 func (c Chart) addLines(p *plot.Plot, t Theme) error {
-	n := len(c.Categories)
 	for i, s := range c.Lines {
-		xys := make(plotter.XYs, n)
-		for j, v := range s.Values {
-			xys[j] = plotter.XY{X: float64(j), Y: v}
-		}
-		l, sc, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
 		col := t.Palette[i%len(t.Palette)]
-		l.Color, sc.Color = col, col
-		l.Width = vg.Points(1.5)
-		sc.Shape = draw.CircleGlyph{}
-		p.Add(l, sc)
-		p.Legend.Add(s.Name, l, sc)
+		legend := false
+		for lo := 0; lo < len(s.Values); {
+			if math.IsNaN(s.Values[lo]) {
+				lo++
+				continue
+			}
+			hi := lo
+			for hi < len(s.Values) && !math.IsNaN(s.Values[hi]) {
+				hi++
+			}
+			xys := make(plotter.XYs, hi-lo)
+			for j := lo; j < hi; j++ {
+				xys[j-lo] = plotter.XY{X: float64(j), Y: s.Values[j]}
+			}
+			lo = hi
+			l, sc, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			l.Color, sc.Color = col, col
+			l.Width = vg.Points(1.5)
+			sc.Shape = draw.CircleGlyph{}
+			if s.Dashed {
+				l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+				p.Add(l)
+			} else {
+				p.Add(l, sc)
+			}
+			if !legend {
+				legend = true
+				if s.Dashed {
+					p.Legend.Add(s.Name, l)
+				} else {
+					p.Legend.Add(s.Name, l, sc)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/runstore"
+	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // Analysis is the change-point analysis of one line of a test: its runs
@@ -56,6 +58,7 @@ func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
 // Analyze reads every series of a line (excluded runs and, for the main
 // line, other branches left out) and analyses them together: the family
 // whose false discovery rate the analysis controls is the test's series.
+// Runs of one commit that follow each other are one point (pool).
 func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config) (*Analysis, error) {
 	l.WithExcluded = false
 	a, err := changepoint.New(cfg)
@@ -76,13 +79,71 @@ func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg change
 	}
 	for _, k := range keys {
 		key := changepoint.Key{Test: l.Test, Figure: k.Figure, Endpoint: k.Endpoint}
-		for _, r := range series[k] {
+		for _, r := range pool(series[k], runs) {
 			if err := a.Append(key, k.Figure.Def().Polarity, r); err != nil {
 				return nil, fmt.Errorf("history %s: %w", s.Where, err)
 			}
 		}
 	}
 	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: a.Result()}, nil
+}
+
+// pool makes the runs of one commit that follow each other in the line
+// one point (changepoint.Run.Repeats): their geometric mean (arithmetic
+// with a value of 0), the least request count of them, the interval of
+// the mean from their own intervals where each has one, placed at the
+// first of them. rs are one series' runs in line order; line the line's
+// runs. Runs without a commit are never pooled.
+func pool(rs []changepoint.Run, line []runstore.Run) []changepoint.Run {
+	commit := func(r changepoint.Run) string { return line[r.Index-1].Commit }
+	out := make([]changepoint.Run, 0, len(rs))
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && commit(rs[i]) != "" && commit(rs[j]) == commit(rs[i]) && rs[j].Index == rs[j-1].Index+1 {
+			j++
+		}
+		if j == i+1 {
+			out = append(out, rs[i])
+			i++
+			continue
+		}
+		out = append(out, pooled(rs[i:j]))
+		i = j
+	}
+	return out
+}
+
+// pooled is the point of runs of one commit.
+func pooled(rs []changepoint.Run) changepoint.Run {
+	n := float64(len(rs))
+	p := changepoint.Run{Index: rs[0].Index, TestID: rs[0].TestID, Commit: rs[0].Commit, Count: rs[0].Count, Repeats: len(rs)}
+	positive, intervals := true, true
+	var sum, logs, own float64
+	z := stats.NormalQuantile(1 - (1-figures.IntervalConfidence)/2)
+	for _, r := range rs {
+		p.Count = min(p.Count, r.Count)
+		sum += r.Value
+		positive = positive && r.Value > 0
+		if positive {
+			logs += math.Log(r.Value)
+		}
+		intervals = intervals && r.Lo > 0 && r.Hi >= r.Lo
+		if intervals {
+			d := (math.Log(r.Hi) - math.Log(r.Lo)) / (2 * z)
+			own += d * d
+		}
+	}
+	if !positive {
+		p.Value = sum / n
+		return p
+	}
+	m := logs / n
+	p.Value = math.Exp(m)
+	if intervals {
+		sd := math.Sqrt(own) / n
+		p.Lo, p.Hi = math.Exp(m-z*sd), math.Exp(m+z*sd)
+	}
+	return p
 }
 
 // lineFigures reads the figures of a line's runs (as Runs lists them;
@@ -144,7 +205,8 @@ func (an *Analysis) IndexOf(commit string) int {
 // changes are the report's Unreported: the caller stores them as
 // reported, so that no later report calls them new again.
 func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figures.Tolerance) *ChangesReport {
-	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{}}
+	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{},
+		Suspected: []changepoint.Suspect{}, NotAnalysed: append([]changepoint.NotAnalysed{}, an.Result.NotAnalysed...)}
 	if since > 1 {
 		ref := an.Ref(since)
 		rep.Since = &ref
@@ -167,6 +229,11 @@ func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figur
 	for _, o := range an.Result.Outliers {
 		if o.Run.Index >= since {
 			rep.Outliers = append(rep.Outliers, o)
+		}
+	}
+	for _, sp := range an.Result.Suspected {
+		if sp.Run.Index >= since {
+			rep.Suspected = append(rep.Suspected, sp)
 		}
 	}
 	if tol != nil {

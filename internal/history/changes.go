@@ -62,6 +62,11 @@ type ChangesReport struct {
 	Changes  []ReportedChange      `json:"changes"`
 	Outliers []changepoint.Outlier `json:"outliers"`
 	Drift    []changepoint.Drift   `json:"drift"`
+	// Suspected are the steps seen but not decided, with the runs that
+	// would decide them; NotAnalysed the percentile series with runs too
+	// small to estimate them.
+	Suspected   []changepoint.Suspect     `json:"suspected"`
+	NotAnalysed []changepoint.NotAnalysed `json:"not_analysed"`
 
 	// unreported are the changes no stored change is, as the store
 	// marks them reported; unreportedAt, their places in Changes.

@@ -41,6 +41,19 @@ func (r *ChangesReport) WriteText(w io.Writer) error {
 				o.Value, o.SegmentMean, pct(o.Change), o.Sigmas)
 		}
 	}
+	if len(r.Suspected) > 0 {
+		p("\nsuspected, not decided\tseries\tcommit\tdirection\tbefore\tafter\tchange\tp\tdecides at\truns before/after\tto decide\t\n")
+		for _, s := range r.Suspected {
+			p("%d\t%s\t%s\t%s\t%.4g\t%.4g\t%s\t%.2g\t%.2g\t%d/%d\t%s\t\n", s.Run.Index, s.Key, dash(s.Run.Commit), s.Direction,
+				s.Before, s.After, pct(s.Change), s.P, s.Decide, s.RunsBefore, s.RunsAfter, MoreRuns(s))
+		}
+	}
+	if len(r.NotAnalysed) > 0 {
+		p("\nnot analysed (too few requests a run)\truns left out\tmost requests\trequests needed\t\n")
+		for _, n := range r.NotAnalysed {
+			p("%s\t%d of %d\t%d\t%d\t\n", n.Key, n.Runs, n.Runs+n.Analysed, n.MostRequests, n.RequestsNeeded)
+		}
+	}
 	over := overTolerance(r.Drift)
 	if len(r.Drift) > 0 {
 		p("\ndrift: %d of %d series over tolerance\n", len(over), len(r.Drift))
@@ -55,6 +68,18 @@ func (r *ChangesReport) WriteText(w io.Writer) error {
 }
 
 func pct(x float64) string { return fmt.Sprintf("%+.1f%%", 100*x) }
+
+// MoreRuns says what would decide a suspected step: more runs of the
+// commit before it and of the latest one.
+func MoreRuns(s changepoint.Suspect) string {
+	if s.MoreRuns == 0 || len(s.MoreRunsOf) != 2 {
+		return "more runs than the shift is worth"
+	}
+	if s.MoreRunsOf[0] == "" || s.MoreRunsOf[1] == "" {
+		return fmt.Sprintf("%d more runs on each side", s.MoreRuns)
+	}
+	return fmt.Sprintf("%d more runs of each of %s and %s", s.MoreRuns, s.MoreRunsOf[0], s.MoreRunsOf[1])
+}
 
 func noteText(n string) string {
 	if n == "" {

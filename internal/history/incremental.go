@@ -23,7 +23,8 @@ const maxAppended = 200
 // ones, it restores the analysis, appends only the new runs' figures and
 // analyses the windows they touch; otherwise (no checkpoint, a run
 // recorded out of commit-time order, a run excluded or included, a new
-// series, another configuration) it analyses from scratch. Either way
+// series, a run of the commit the last point pools, another
+// configuration) it analyses from scratch. Either way
 // the result is the from-scratch analysis's, and the line's checkpoint
 // is stored for the next call. The Analysis's Runs carry each run's id,
 // test id and commit only; its analyzer has no drift before its tail.
@@ -108,6 +109,10 @@ func appendRuns(ctx context.Context, s *runstore.Store, l runstore.Line, a *chan
 	if count == len(runs) {
 		return nil
 	}
+	if c := runs[count].Commit; c != "" && c == runs[count-1].Commit {
+		// A run of the commit the last point pools: that point changes.
+		return fmt.Errorf("run %d repeats commit %s: %w", count+1, c, changepoint.ErrCheckpoint)
+	}
 	ids := make([]int64, 0, len(runs)-count)
 	for _, r := range runs[count:] {
 		ids = append(ids, r.ID)
@@ -126,7 +131,7 @@ func appendRuns(ctx context.Context, s *runstore.Store, l runstore.Line, a *chan
 		}
 	}
 	for _, k := range a.Keys() {
-		for _, r := range figs[k.Figures()] {
+		for _, r := range pool(figs[k.Figures()], runs) {
 			if err := a.Append(k, k.Figure.Def().Polarity, r); err != nil {
 				return fmt.Errorf("history %s: %w", s.Where, err)
 			}

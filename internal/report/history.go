@@ -99,7 +99,7 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 	fmt.Fprintf(b, "# Run history: %s\n\n", rep.Test)
 	fmt.Fprintf(b, "%d runs on the main line, from %s to %s, in commit-time order; %d series (each figure, aggregate and per endpoint). ",
 		rep.Runs, r.Labels[0], r.Labels[len(r.Labels)-1], len(r.Series))
-	b.WriteString("A change point is the first run of a new level, found by E-Divisive means with a t-test and a minimum of 3 runs on each side, at a false discovery rate across the test's series; an outlier run lies far from the runs on both sides of it and is never a change point.")
+	b.WriteString("A change point is the first run of a new level, found by E-Divisive means with a t-test and a minimum of 3 runs on each side, at a false discovery rate across the test's hypotheses (an endpoint's latency figures judged together, a percentile only from runs with requests enough to estimate it); an outlier run lies far from the runs on both sides of it and is never a change point.")
 	if r.Envelope != "" {
 		fmt.Fprintf(b, " The shaded band is envelope %s's band of the figure.", r.Envelope)
 	}
@@ -111,6 +111,20 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 		for _, ch := range rep.Changes {
 			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %s | `%s` |\n", ch.Key, ch.Run.Index, r.Labels[ch.Run.Index-1],
 				ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.P, ch.Status, ch.ID)
+		}
+	}
+	if len(rep.Suspected) > 0 {
+		b.WriteString("\n## Suspected steps\n\nSeen by the analysis but not decided at its false discovery rate; drawn dashed on the charts.\n\n")
+		b.WriteString("| Series | Run | Commit | Direction | Before | After | Change | p | Decides at | Runs before/after | To decide |\n| :-- | --: | :-- | :-- | --: | --: | --: | --: | --: | --: | :-- |\n")
+		for _, sp := range rep.Suspected {
+			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %.2g | %d/%d | %s |\n", sp.Key, sp.Run.Index, r.Labels[sp.Run.Index-1],
+				sp.Direction, envFig(sp.Before), envFig(sp.After), signedPct(sp.Change), sp.P, sp.Decide, sp.RunsBefore, sp.RunsAfter, history.MoreRuns(sp))
+		}
+	}
+	if len(rep.NotAnalysed) > 0 {
+		b.WriteString("\n## Not analysed\n\nPercentiles whose runs had too few requests to estimate them.\n\n| Series | Runs left out | Most requests | Requests needed |\n| :-- | --: | --: | --: |\n")
+		for _, na := range rep.NotAnalysed {
+			fmt.Fprintf(b, "| `%s` | %d of %d | %d | %d |\n", na.Key, na.Runs, na.Runs+na.Analysed, na.MostRequests, na.RequestsNeeded)
 		}
 	}
 	b.WriteString("\n## Outlier runs\n\n")
@@ -174,13 +188,40 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 			}
 		}
 	}
+	var sps []changepoint.Suspect
+	suspected := chart.Points{Name: "suspected step"}
+	for _, sp := range r.Changes.Suspected {
+		if sp.Figure == s.Key.Figure && sp.Endpoint == s.Key.Endpoint {
+			if i, ok := pos[sp.Run.Index]; ok {
+				sps = append(sps, sp)
+				suspected.At, suspected.Values = append(suspected.At, i), append(suspected.Values, vals[i])
+			}
+		}
+	}
+	level, split := segmentLevels(s.Runs, cps, outliers.At, sps)
 	c := chart.Chart{
 		Title:      fmt.Sprintf("%s by commit", s.Key.String()),
 		YLabel:     s.Key.Figure.Def().Unit,
 		Categories: cats,
-		Lines: []chart.Series{{Name: "run value", Values: vals},
-			{Name: "segment level", Values: segmentLevels(s.Runs, cps, outliers.At)}},
-		Points: []chart.Points{changes, outliers},
+		Lines:      []chart.Series{{Name: "run value", Values: vals}, {Name: "segment level", Values: level}},
+		Points:     []chart.Points{changes, outliers},
+	}
+	if len(sps) > 0 {
+		c.Lines = append(c.Lines, chart.Series{Name: "suspected levels (not decided)", Values: split, Dashed: true})
+		c.Points = append(c.Points, suspected)
+	}
+	for _, d := range r.Changes.Drift {
+		if d.Figure != s.Key.Figure || d.Endpoint != s.Key.Endpoint || !d.OverTolerance {
+			continue
+		}
+		line := make([]float64, n)
+		for i, run := range s.Runs {
+			line[i] = math.NaN()
+			if run.Index >= d.Since.Index {
+				line[i] = d.Level * math.Pow(1+d.PerRun, float64(run.Index-d.Since.Index))
+			}
+		}
+		c.Lines = append(c.Lines, chart.Series{Name: fmt.Sprintf("drift %s", signedPct(d.Change)), Values: line, Dashed: true})
 	}
 	if s.Band != nil {
 		c.Bands = []chart.Band{*s.Band}
@@ -190,10 +231,13 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 
 // segmentLevels is each run's segment level: the level before the first
 // change point after it, else after the last one; without change points
-// the mean of the series' runs, outlier runs left out.
-func segmentLevels(runs []changepoint.Run, cps []history.ReportedChange, outliers []int) []float64 {
+// the mean of the series' runs, outlier runs left out. A segment with a
+// suspected step in it has no decided level (NaN in level): split gives
+// its levels before and after the step, the suspect's, and NaN
+// elsewhere.
+func segmentLevels(runs []changepoint.Run, cps []history.ReportedChange, outliers []int, sps []changepoint.Suspect) (level, split []float64) {
 	slices.SortFunc(cps, func(a, b history.ReportedChange) int { return a.Run.Index - b.Run.Index })
-	out := make([]float64, len(runs))
+	level, split = make([]float64, len(runs)), make([]float64, len(runs))
 	if len(cps) == 0 {
 		var sum float64
 		k := 0
@@ -203,19 +247,47 @@ func segmentLevels(runs []changepoint.Run, cps []history.ReportedChange, outlier
 				k++
 			}
 		}
-		for i := range out {
-			out[i] = sum / math.Max(1, float64(k))
+		for i := range level {
+			level[i] = sum / math.Max(1, float64(k))
 		}
-		return out
-	}
-	for i, r := range runs {
-		out[i] = cps[len(cps)-1].After
-		for _, ch := range cps {
-			if r.Index < ch.Run.Index {
-				out[i] = ch.Before
-				break
+	} else {
+		for i, r := range runs {
+			level[i] = cps[len(cps)-1].After
+			for _, ch := range cps {
+				if r.Index < ch.Run.Index {
+					level[i] = ch.Before
+					break
+				}
 			}
 		}
 	}
-	return out
+	// The segment of run index x: the decided change points around it.
+	bounds := func(x int) (lo, hi int) {
+		lo, hi = 0, math.MaxInt
+		for _, ch := range cps {
+			if ch.Run.Index <= x {
+				lo = ch.Run.Index
+			} else {
+				hi = min(hi, ch.Run.Index)
+			}
+		}
+		return lo, hi
+	}
+	for i := range split {
+		split[i] = math.NaN()
+	}
+	for _, sp := range sps {
+		lo, hi := bounds(sp.Run.Index)
+		for i, r := range runs {
+			if r.Index < lo || r.Index >= hi {
+				continue
+			}
+			level[i] = math.NaN()
+			split[i] = sp.Before
+			if r.Index >= sp.Run.Index {
+				split[i] = sp.After
+			}
+		}
+	}
+	return level, split
 }
