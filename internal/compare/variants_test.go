@@ -63,6 +63,9 @@ type variant struct {
 	// relativeTails judges its p95 and p99 against the same reference.
 	reference     referenceMode
 	relativeTails bool
+	// opts are the comparison's options (a broken policy for the
+	// guards' own check; zero: the defaults).
+	opts Options
 }
 
 // decisionRule is how a figure's interval and p-value make a Regression.
@@ -210,5 +213,5 @@ func (v variant) judgeConfig() judgeConfig {
 // compare judges runs against env with the variant (Compare's options
 // at their defaults).
 func (v variant) compare(env *envelope.Envelope, runs []figures.Run) (*Result, error) {
-	return compare(env, runs, Options{}, v.judgeConfig())
+	return compare(env, runs, v.opts, v.judgeConfig())
 }

@@ -253,7 +253,7 @@ const fidelityRuns = 400
 // the noise model's: the aggregate p95 of the history runs lies where
 // auth_login's upper tail meets auth_register's lower one, and the
 // log-normals Fit draws there from the envelope's bands are thinner than
-// the real distributions (the simulated runs' log p96/p94 is about 1.3
+// the real distributions (the simulated runs' log p96/p94 is about 1.25
 // times the real runs'), so the same spread of ranks is a wider spread of
 // log latency. These are compared in ranks: each side's spread over its
 // own mean log p(q+1%)/p(q−1%).
@@ -301,9 +301,10 @@ func misfits(t *testing.T, v Variance) ([]string, string) {
 			name := k.String() + " " + c.what
 			r, unit := c.sim/c.real, ""
 			if shapeOnly[name] {
-				r *= slope(real, k) / slope(sim, k)
+				sr, ss := slope(real, k), slope(sim, k)
+				r *= sr / ss
 				unit = " in ranks"
-				t.Logf("%s: ×%.2f in log latency, ×%.2f in ranks", name, c.sim/c.real, r)
+				t.Logf("%s: ×%.2f in log latency, ×%.2f in ranks (log p(q+1%%)/p(q−1%%): real %.3f, simulated %.3f)", name, c.sim/c.real, r, sr, ss)
 			}
 			if r < 1/1.4 || r > 1.4 {
 				out = append(out, fmt.Sprintf("%s: simulated %.3f, real %.3f (×%.2f%s)", name, c.sim, c.real, r, unit))

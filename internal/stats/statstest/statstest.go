@@ -43,3 +43,28 @@ func BinomialFloor(n int, p, risk float64) float64 {
 	}
 	return 1
 }
+
+// BinomialCeiling is the ceiling a guard over n seeds asserts for a rate
+// that must stay low, measured at p over many more: the largest share
+// k/n that a method whose true rate is p exceeds with probability at most
+// risk (the upper binomial bound). It lies above p by the slack n seeds
+// need, so a guard of a rare false alarm never asserts zero of them when
+// the measurement saw some.
+func BinomialCeiling(n int, p, risk float64) float64 {
+	return 1 - BinomialFloor(n, 1-p, risk)
+}
+
+// MeasuredRate is the rate a guard's bound starts from when k of n
+// measured seeds succeeded: k/n, or for a rate never seen to fail (k = n)
+// the one-sided 95% Clopper–Pearson lower bound 0.05^(1/n), so that the
+// guard still has its slack; for a ceiling (a rate that must stay low)
+// never seen to occur (k = 0), the upper bound 1 − 0.05^(1/n).
+func MeasuredRate(k, n int, ceiling bool) float64 {
+	switch {
+	case !ceiling && k == n:
+		return math.Pow(0.05, 1/float64(n))
+	case ceiling && k == 0:
+		return 1 - math.Pow(0.05, 1/float64(n))
+	}
+	return float64(k) / float64(n)
+}
