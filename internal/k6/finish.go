@@ -35,20 +35,21 @@ func (t *target) wantsSeries(s *seriesInfo) bool {
 // finisher computes a run's metrics from the collected chunks and the
 // workers' series aggregates.
 type finisher struct {
-	run        *Run
-	all        []*chunkResult
-	st         []trendStat
-	secs       float64
-	aggs       []seriesAgg // by series id
-	sketchMode bool
-	sketches   [][]*stats.Sketch // by metric idx, class (sketch mode)
-	seriesOf   [][]*seriesInfo   // by metric idx
-	perMetric  [][]*target       // by metric idx
-	ths        [][]threshold     // by metric idx
-	extra      [][]trendStat     // trend stats thresholds need beyond st
-	fps        [][]uint64        // trend fingerprints by metric idx, class
-	bins       [][]*binner       // trend samples by time, by metric idx, class
-	conf       float64           // LoadOptions.IntervalConfidence
+	run         *Run
+	all         []*chunkResult
+	st          []trendStat
+	secs        float64
+	aggs        []seriesAgg // by series id
+	sketchMode  bool
+	sketches    [][]*stats.Sketch // by metric idx, class (sketch mode)
+	seriesOf    [][]*seriesInfo   // by metric idx
+	perMetric   [][]*target       // by metric idx
+	ths         [][]threshold     // by metric idx
+	extra       [][]trendStat     // trend stats thresholds need beyond st
+	fps         [][]uint64        // trend fingerprints by metric idx, class
+	bins        [][]*binner       // trend samples by time, by metric idx, class
+	conf        float64           // LoadOptions.IntervalConfidence
+	independent bool              // LoadOptions.IndependentIntervals
 }
 
 func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, bins [][]*binner, statNames []string, parallel int) error {
@@ -57,7 +58,7 @@ func finish(run *Run, sh *shared, workers []*worker, all []*chunkResult, bins []
 		return err
 	}
 	reg := sh.reg
-	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load(), bins: bins, conf: sh.opts.IntervalConfidence}
+	fi := &finisher{run: run, all: all, st: st, secs: run.Duration.Seconds(), sketchMode: sh.sketch.Load(), bins: bins, conf: sh.opts.IntervalConfidence, independent: sh.opts.IndependentIntervals}
 	for _, row := range bins {
 		for _, b := range row {
 			if b != nil {
@@ -479,7 +480,7 @@ func (fi *finisher) intervals(t *target, st []trendStat) *viewIntervals {
 		return nil
 	}
 	iv := &viewIntervals{conf: fi.conf}
-	if m := t.m; m.idx < len(fi.bins) {
+	if m := t.m; m.idx < len(fi.bins) && !fi.independent {
 		iv.bins = binsOf(fi.bins[m.idx], func(ci int) bool { return ci < len(m.classList) && t.wantsClass(m.classList[ci]) })
 	}
 	return iv

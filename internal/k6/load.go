@@ -34,6 +34,11 @@ type LoadOptions struct {
 	// (at most IntervalBins sketches a class) for the batches over time
 	// those intervals take.
 	IntervalConfidence float64
+	// IndependentIntervals keeps only the order-statistic intervals,
+	// which take a run's samples as independent: the within-run error of
+	// a model whose requests are drawn independently, against which that
+	// model's run-level variance is measured.
+	IndependentIntervals bool
 	// Timeline bins the http_req_duration samples by time (Run.Timeline).
 	Timeline bool
 	// Workers parses with this many goroutines (0 = GOMAXPROCS).

@@ -16,11 +16,16 @@ import (
 // from, grouped by the settings they were made under: the history's
 // clean runs 01–10, its upload-step runs 11–19 and 21–22 (run-20 is a
 // one-off slow run, left out), its auth-step runs 23–30; and the three
-// 6-minute baselines of the same workload.
+// 6-minute baselines of the same workload. Each run's own error is the
+// order-statistic interval alone: RealVariance's requests are drawn
+// independently, so its run-level variance is what the runs vary by
+// beyond what independent requests would.
 func realGroups(tb testing.TB) (history, baselines [][]figures.Run) {
 	tb.Helper()
+	opts := figures.LoadOptions(0, "")
+	opts.IndependentIntervals = true
 	load := func(paths []string) []figures.Run {
-		in, err := figures.ReadFiles(paths, figures.LoadOptions(0, ""))
+		in, err := figures.ReadFiles(paths, opts)
 		if err != nil {
 			tb.Fatal(err)
 		}
