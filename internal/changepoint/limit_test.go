@@ -61,14 +61,16 @@ type limitTarget struct {
 
 // limitTargets cover the run-to-run spreads of the real runs' latency
 // series (sd of the log value over the history fixture's clean runs
-// 01–10: 0.023 for auth_register's median, the lowest, to 0.135 for
-// auth_login's p99, the highest but for the max).
+// 01–10: 0.023 for auth_register's median, the lowest, to 0.097 for
+// auth_login's p95, the noisiest endpoint's highest that its runs
+// estimate: its p99, 0.135, rests on fewer than 1,000 requests a run
+// and is not analysed; actor_get's p99, 0.111, is the only one above).
 func limitTargets() []limitTarget {
 	return []limitTarget{
 		{"low", hk("median", "auth_register"), "auth_register"},
 		{"low", hk("p95", ""), "*"},
 		{"middle", hk("p95", "actor_get"), "actor_get"},
-		{"high", hk("p99", "auth_login"), "auth_login"},
+		{"high", hk("p95", "auth_login"), "auth_login"},
 	}
 }
 
@@ -384,10 +386,12 @@ func guardDraw(tb testing.TB) func(sc scenario, seed uint64) []Series {
 func guardCase() limitCase { return newLimitCase(limitTargets()[2], 1.20) }
 
 // guardFraction is the least share of the oracle's detections within 10
-// runs the method must keep on the guard's step: the Wilson 99% lower
-// bound of its share on seeds 1–200 under the clustered model
-// (docs/changepoints.md: 128 histories against the oracle's 151).
-var guardFraction = wilsonLower(128, 151, 2.326)
+// runs the method must keep on the guard's step. On seeds 1–200 under
+// the clustered model it finds the step in 189 histories against the
+// oracle's 151 (docs/changepoints.md), more than the oracle, which tests
+// the one series, as it tests the endpoint's figures together: the share
+// is taken as all of the oracle's, at its Wilson 99% lower bound.
+var guardFraction = wilsonLower(151, 151, 2.326)
 
 // limitGuard is what the guard checks of cfg's method: its detections
 // within 10 runs no fewer than the 1% quantile of a binomial over the
