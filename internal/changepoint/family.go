@@ -271,33 +271,9 @@ func (f *family) merge(cps []int, pmax float64, minRuns int) []int {
 		seg[j] = kept(j)
 	}
 	for len(cps) > 0 {
-		drop := -1
-		for j := 0; j <= len(cps) && drop < 0; j++ {
-			if seg[j] >= minRuns {
-				continue
-			}
-			switch {
-			case j == 0:
-				drop = 0
-			case j == len(cps):
-				drop = j - 1
-			case ps[j-1] >= ps[j]:
-				drop = j - 1
-			default:
-				drop = j
-			}
-		}
-		if drop < 0 {
-			worst := 0
-			for j := range ps {
-				if ps[j] > ps[worst] {
-					worst = j
-				}
-			}
-			if ps[worst] <= pmax {
-				return cps
-			}
-			drop = worst
+		drop, done := mergeDrop(len(cps), func(j int) bool { return seg[j] < minRuns }, ps, pmax)
+		if done {
+			return cps
 		}
 		cps = slices.Delete(cps, drop, drop+1)
 		ps = slices.Delete(ps, drop, drop+1)

@@ -433,6 +433,35 @@ func (s *series) weakPoints() []int {
 	return slices.Compact(weak)
 }
 
+// mergeDrop is the change point (of n, with p-values ps) a merge pass
+// drops next: an end of the first segment too short (short(j) for the
+// segment before point j, j = n the last), the weaker of its two ends;
+// else the weakest point, unless every p-value is at most pmax, when the
+// pass is done.
+func mergeDrop(n int, short func(j int) bool, ps []float64, pmax float64) (drop int, done bool) {
+	for j := 0; j <= n; j++ {
+		if !short(j) {
+			continue
+		}
+		switch {
+		case j == 0:
+			return 0, false
+		case j == n:
+			return j - 1, false
+		case ps[j-1] >= ps[j]:
+			return j - 1, false
+		}
+		return j, false
+	}
+	worst := 0
+	for j := range ps {
+		if ps[j] > ps[worst] {
+			worst = j
+		}
+	}
+	return worst, ps[worst] <= pmax
+}
+
 // merge drops the weakest change point until every one left has a
 // p-value at most pmax against its neighbouring segments and every
 // segment holds MinRuns kept runs.
@@ -452,34 +481,9 @@ func (s *series) merge(cps []int, pmax float64) []int {
 		for j := range cps {
 			ps[j] = s.tTest(bound(j-1), cps[j], bound(j+1))
 		}
-		drop := -1
-		// A segment too short: drop the weaker of its two ends.
-		for j := 0; j <= len(cps) && drop < 0; j++ {
-			if s.kept(bound(j-1), bound(j)) >= s.cfg.MinRuns {
-				continue
-			}
-			switch {
-			case j == 0:
-				drop = 0
-			case j == len(cps):
-				drop = j - 1
-			case ps[j-1] >= ps[j]:
-				drop = j - 1
-			default:
-				drop = j
-			}
-		}
-		if drop < 0 {
-			worst := 0
-			for j := range ps {
-				if ps[j] > ps[worst] {
-					worst = j
-				}
-			}
-			if ps[worst] <= pmax {
-				return cps
-			}
-			drop = worst
+		drop, done := mergeDrop(len(cps), func(j int) bool { return s.kept(bound(j-1), bound(j)) < s.cfg.MinRuns }, ps, pmax)
+		if done {
+			return cps
 		}
 		cps = slices.Delete(cps, drop, drop+1)
 	}
