@@ -9,7 +9,6 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
-	"github.com/envelope-dev/envelope/internal/stats"
 )
 
 // request is one drawn request: when it started (seconds into the run),
@@ -81,10 +80,12 @@ func (m *Model) draw(o Options) (drawn, error) {
 // figures package reads them from an NDJSON file: the same requests,
 // mix, latencies, failures and run-level effect Write draws for the
 // options (a different random stream, so not the same values), with
-// statistics by k6's percentile formula and each percentile's
-// order-statistic interval. Power measurements that need hundreds of
-// runs take this path; writing and parsing NDJSON costs over a second a
-// run.
+// statistics by k6's percentile formula, each percentile's interval
+// the wider of the order-statistic interval and the one from the run's
+// batches over time (figures.FromTimedSamples), and the halves with
+// their p95 errors (figures.HalvesOf), each request timed as Write
+// stamps it. Power measurements that need hundreds of runs take this
+// path; writing and parsing NDJSON costs over a second a run.
 func (m *Model) Run(o Options, source string) (figures.Run, error) {
 	d, err := m.draw(o)
 	if err != nil {
@@ -92,30 +93,20 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 	}
 	cp, o := &d.model, d.opts
 	secs := o.Duration.Seconds()
+	start := o.start()
 	n := len(d.requests)
 	all := make([]float64, 0, n)
-	var allSum float64
+	times := make([]int64, 0, n)
 	per := make([][]float64, len(cp.Endpoints))
-	sums := make([]float64, len(cp.Endpoints))
-	var halves [2][]float64
+	perTimes := make([][]int64, len(cp.Endpoints))
 	failed := 0
 	for _, q := range d.requests {
 		if q.failed {
 			failed++
 		}
-		all = append(all, q.ms)
-		allSum += q.ms
-		per[q.ep] = append(per[q.ep], q.ms)
-		sums[q.ep] += q.ms
-		h := 0
-		if q.at >= secs/2 {
-			h = 1
-		}
-		halves[h] = append(halves[h], q.ms)
-	}
-	start := o.Start
-	if start.IsZero() {
-		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		at := stamp(start, q.at).UnixNano()
+		all, times = append(all, q.ms), append(times, at)
+		per[q.ep], perTimes[q.ep] = append(per[q.ep], q.ms), append(perTimes[q.ep], at)
 	}
 	r := figures.Run{Source: source, DurationSeconds: figures.Round(secs), Requests: int64(n), RPS: figures.Round(float64(n) / secs),
 		Failed: int64(failed), Checked: int64(n),
@@ -125,8 +116,7 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 		r.Iterations, r.IterationsPerS = int64(iters), figures.Round(float64(iters)/secs)
 		r.RequestsPerIter = figures.Round(float64(n) / float64(iters))
 	}
-	slices.Sort(all)
-	r.SetAggregate(figures.FromSamples(all, allSum))
+	r.SetAggregate(figures.FromTimedSamples(all, times))
 	for i, e := range cp.Endpoints {
 		if len(per[i]) == 0 {
 			continue
@@ -134,16 +124,22 @@ func (m *Model) Run(o Options, source string) (figures.Run, error) {
 		if r.Endpoints == nil {
 			r.Endpoints = map[string]figures.Latency{}
 		}
-		slices.Sort(per[i])
-		r.Endpoints[e.Key] = figures.FromSamples(per[i], sums[i])
+		r.Endpoints[e.Key] = figures.FromTimedSamples(per[i], perTimes[i])
 	}
-	if secs >= 20 && len(halves[0]) >= 20 && len(halves[1]) >= 20 {
-		h := &figures.Halves{}
-		for i, xs := range halves {
-			slices.Sort(xs)
-			h.Requests[i], h.P95[i] = int64(len(xs)), stats.Quantile(xs, 0.95)
-		}
-		r.Halves = h
-	}
+	r.Halves = figures.HalvesOf(times, all)
 	return r, nil
+}
+
+// start is when the run starts: o.Start, or 2026-01-01 UTC.
+func (o Options) start() time.Time {
+	if o.Start.IsZero() {
+		return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return o.Start
+}
+
+// stamp is the time Write gives a request t seconds into a run that
+// starts at start.
+func stamp(start time.Time, t float64) time.Time {
+	return start.Add(time.Duration(t * float64(time.Second)))
 }

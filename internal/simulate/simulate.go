@@ -354,10 +354,7 @@ func (m *Model) Write(w io.Writer, o Options) error {
 	if err != nil {
 		return err
 	}
-	start := o.Start
-	if start.IsZero() {
-		start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	}
+	start := o.start()
 	rng := rand.New(rand.NewPCG(o.Seed, 0x656e76656c6f7065))
 	bw := bufio.NewWriterSize(w, 1<<16)
 	s := &sink{w: bw, testid: o.TestID}
@@ -484,7 +481,7 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 		if t >= end {
 			break
 		}
-		ts := start.Add(time.Duration(t * float64(time.Second)))
+		ts := stamp(start, t)
 		switch t {
 		case nextVU:
 			s.point("vus", ts, float64(m.VUs), nil)
