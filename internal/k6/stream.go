@@ -109,7 +109,7 @@ type worker struct {
 	sketches [][]*stats.Sketch // by metric idx, class
 	fps      [][]uint64        // trend fingerprints by metric idx, class
 	bins     [][]*binner       // trend samples by time, by metric idx, class
-	iterT    int64 // the earliest iteration start: sample time less iteration_duration
+	iterT    int64             // the earliest iteration start: sample time less iteration_duration
 	key      []byte
 	curT     int64
 	curOff   int
