@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -59,11 +58,7 @@ func (m *Model) draw(o Options) (drawn, error) {
 	for t := gap(); t < end; t += gap() {
 		i := min(sort.SearchFloat64s(cum, rng.Float64()*acc), len(cp.Endpoints)-1)
 		e := cp.Endpoints[i]
-		base := math.Exp(e.Mu + e.Sigma*rng.NormFloat64())
-		if bursts != nil {
-			base += bursts.extra(t)
-		}
-		ms := base * e.LatencyScale
+		ms := e.latency(rng, bursts, t)
 		failed := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
 		reqs = append(reqs, request{at: t, ep: i, ms: ms, failed: failed})
 	}

@@ -58,6 +58,17 @@ type Endpoint struct {
 	LatencyScale float64
 }
 
+// latency draws one request's latency (ms) at t seconds into the run:
+// the endpoint's log-normal, plus a slow stretch's delay when t falls in
+// one (bursts nil: none), scaled by the endpoint's factors.
+func (e Endpoint) latency(rng *rand.Rand, bursts *bursts, t float64) float64 {
+	base := math.Exp(e.Mu + e.Sigma*rng.NormFloat64())
+	if bursts != nil {
+		base += bursts.extra(t)
+	}
+	return base * e.LatencyScale
+}
+
 // Model is the fitted request mix and latency model of an envelope.
 type Model struct {
 	Rate, IterRate float64
@@ -497,11 +508,7 @@ func (s *sink) events(m *Model, o Options, start time.Time, rng *rand.Rand) erro
 				i = len(m.Endpoints) - 1
 			}
 			e := m.Endpoints[i]
-			base := math.Exp(e.Mu + e.Sigma*rng.NormFloat64())
-			if bursts != nil {
-				base += bursts.extra(t)
-			}
-			ms := base * e.LatencyScale
+			ms := e.latency(rng, bursts, t)
 			fail := o.ErrorRate > 0 && rng.Float64() < o.ErrorRate
 			tags := e.tags(fail)
 			s.point("http_reqs", ts, 1, tags)
