@@ -105,7 +105,7 @@ func TestOneRunEverywhere(t *testing.T) {
 					}
 				}
 				// The report's table of runs states them.
-				row := fmt.Sprintf(" | %.1f s | %s |", run.DurationSeconds, thousandsText(run.Requests))
+				row := fmt.Sprintf(" | %.1f s | %s |", run.DurationSeconds, figures.Thousands(run.Requests))
 				if !strings.Contains(string(md), row) {
 					t.Errorf("%s: the report has no run row with %q", f, row)
 				}
@@ -186,11 +186,3 @@ func compareOne(t *testing.T, envPath, file string) compare.Result {
 	return res
 }
 
-// thousandsText writes n as the report does, "20,435".
-func thousandsText(n int64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}

@@ -175,7 +175,7 @@ var envelopeTemplate = sync.OnceValue(func() *template.Template {
 		"span":      envRange,
 		"count":     envCount,
 		"short":     envShort,
-		"thousands": envThousands,
+		"thousands": figures.Thousands,
 		"runLabel":  envRunLabel,
 		"ms":        envMS,
 		"seconds":   envSecondsRange,
@@ -502,8 +502,6 @@ func envShort(sha string) string {
 	return sha
 }
 
-// envThousands writes 101882 as 101,882.
-func envThousands(v int64) string { return figures.Thousands(v) }
 
 // envEstimates is the line saying which percentiles a trend's runs
 // estimate, from their request counts (figures.Support): "- Percentiles

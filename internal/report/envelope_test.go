@@ -99,9 +99,6 @@ func TestEnvFig(t *testing.T) {
 			t.Errorf("envFig(%v) = %q, want %q", v, got, want)
 		}
 	}
-	if got := envThousands(101882); got != "101,882" {
-		t.Errorf("envThousands = %q", got)
-	}
 }
 
 func TestEnvelopeReportBadInput(t *testing.T) {
