@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -96,6 +97,9 @@ type Box struct {
 type Band struct {
 	Name      string
 	Low, High float64
+	// From is the first category the band covers; the band runs from it
+	// to the last. 0 covers every category.
+	From int
 }
 
 // Chart is what to draw. Exactly one of Bars, Lines, Ranges or Boxes is
@@ -221,7 +225,11 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 func (c Chart) addBands(p *plot.Plot, t Theme) error {
 	n := len(c.Categories)
 	for i, b := range c.Bands {
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: -0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: -0.5, Y: b.High}})
+		if b.From < 0 || b.From >= n {
+			return fmt.Errorf("chart %q: band %q starts at category %d of %d", c.Title, b.Name, b.From, n)
+		}
+		x0 := float64(b.From) - 0.5
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: x0, Y: b.High}})
 		if err != nil {
 			return err
 		}
@@ -341,38 +349,10 @@ func (c Chart) addRanges(p *plot.Plot, t Theme) error {
 }
 
 // Render writes c as a PNG in theme t.
-func Render(c Chart, t Theme, path string) error {
-	p, err := c.Plot(t)
-	if err != nil {
-		return err
-	}
-	w, h := c.Width, c.Height
-	if w == 0 {
-		w = 640
-	}
-	if h == 0 {
-		h = 360
-	}
+func Render(c Chart, t Theme, path string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return save(p, w, h, path)
-}
-
-// margin keeps the title off the top edge and the legend's swatches,
-// drawn flush with the plot's right edge, inside the image.
-const margin = 8 // points
-
-// save writes p as a PNG of w×h with a margin on every side.
-func save(p *plot.Plot, w, h vg.Length, path string) (err error) {
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	m := vg.Points(margin)
-	if p.BackgroundColor != nil {
-		dc.SetColor(p.BackgroundColor)
-		dc.Fill(dc.Path())
-	}
-	p.Draw(draw.Crop(dc, m, -m, m, -m))
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -382,7 +362,40 @@ func save(p *plot.Plot, w, h vg.Length, path string) (err error) {
 			err = e
 		}
 	}()
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return WritePNG(f, c, t)
+}
+
+// WritePNG writes c as a PNG in theme t to w.
+func WritePNG(w io.Writer, c Chart, t Theme) error {
+	p, err := c.Plot(t)
+	if err != nil {
+		return err
+	}
+	cw, ch := c.Width, c.Height
+	if cw == 0 {
+		cw = 640
+	}
+	if ch == 0 {
+		ch = 360
+	}
+	return save(p, cw, ch, w)
+}
+
+// margin keeps the title off the top edge and the legend's swatches,
+// drawn flush with the plot's right edge, inside the image.
+const margin = 8 // points
+
+// save writes p as a PNG of w×h with a margin on every side.
+func save(p *plot.Plot, w, h vg.Length, out io.Writer) error {
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	m := vg.Points(margin)
+	if p.BackgroundColor != nil {
+		dc.SetColor(p.BackgroundColor)
+		dc.Fill(dc.Path())
+	}
+	p.Draw(draw.Crop(dc, m, -m, m, -m))
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(out)
 	return err
 }
 
