@@ -297,21 +297,26 @@ const (
 	bandOutside = 6 // pixels
 )
 
-// MinBandHeight is the least height in pixels a band needs for CheckBand
-// to read its inside.
-const MinBandHeight = 2*bandInset + 3
-
-// CheckBand reports an error unless the band from lo to hi shows its
-// fill (seen, the fill laid over the background: see Over) over most of
-// the column at data x between its edges, and nowhere in the few pixels
-// just beyond them: a band drawn where its values are.
-func (l *Layout) CheckBand(img image.Image, x, lo, hi float64, seen color.Color) error {
+// CheckBand reports an error unless the band from lo to hi, filled with
+// fill over the background bg, is drawn at data x where its values are:
+// its fill over most of the column between its edges (on a band too
+// thin for an inside, the edges', nothing of the background), and none
+// in the few pixels just beyond them.
+func (l *Layout) CheckBand(img image.Image, x, lo, hi float64, fill, bg color.Color) error {
+	seen := Over(fill, bg)
 	top, bottom := l.Pixel(x, hi), l.Pixel(x, lo)
-	if bottom.Y-top.Y < MinBandHeight {
-		return fmt.Errorf("band %g–%g at x %g is %d px tall, too thin to read", lo, hi, x, bottom.Y-top.Y)
-	}
-	in := Share(img, image.Point{X: top.X, Y: top.Y + bandInset}, image.Point{X: top.X, Y: bottom.Y - bandInset}, seen)
-	if in < 0.6 {
+	if bottom.Y-top.Y < 2*bandInset+3 {
+		// The rows strictly inside, else the middle one: the edge rows
+		// are partly the background's.
+		a, b := image.Point{X: top.X, Y: top.Y + 1}, image.Point{X: top.X, Y: bottom.Y - 1}
+		if b.Y < a.Y {
+			a.Y = (top.Y + bottom.Y) / 2
+			b.Y = a.Y
+		}
+		if s := Share(img, a, b, bg); s > 0 {
+			return fmt.Errorf("band %g–%g at x %g: %.0f%% of pixels %d–%d are background", lo, hi, x, 100*s, top.Y, bottom.Y)
+		}
+	} else if in := Share(img, image.Point{X: top.X, Y: top.Y + bandInset}, image.Point{X: top.X, Y: bottom.Y - bandInset}, seen); in < 0.6 {
 		return fmt.Errorf("band %g–%g at x %g: %.0f%% of pixels %d–%d show its fill", lo, hi, x, 100*in, top.Y, bottom.Y)
 	}
 	above := Share(img, image.Point{X: top.X, Y: top.Y - bandOutside}, image.Point{X: top.X, Y: top.Y - bandInset}, seen)
@@ -322,10 +327,11 @@ func (l *Layout) CheckBand(img image.Image, x, lo, hi float64, seen color.Color)
 	return nil
 }
 
-// CheckEmpty reports an error if the fill seen shows anywhere in the
-// column at data x from y0 to y1: a band that must not reach there.
-func (l *Layout) CheckEmpty(img image.Image, x, y0, y1 float64, seen color.Color) error {
-	if s := Share(img, l.Pixel(x, y0), l.Pixel(x, y1), seen); s > 0 {
+// CheckEmpty reports an error if a band's fill over the background bg
+// shows anywhere in the column at data x from y0 to y1: a band that must
+// not reach there.
+func (l *Layout) CheckEmpty(img image.Image, x, y0, y1 float64, fill, bg color.Color) error {
+	if s := Share(img, l.Pixel(x, y0), l.Pixel(x, y1), Over(fill, bg)); s > 0 {
 		return fmt.Errorf("x %g, %g–%g: %.0f%% of pixels show a fill that should not be there", x, y0, y1, 100*s)
 	}
 	return nil

@@ -95,12 +95,11 @@ func TestLayoutFindsEveryValue(t *testing.T) {
 				}
 				continue
 			}
-			seen := Over(c.BandFill(th, i), th.Background)
-			if err := l.CheckBand(img, x, b.Low, b.High, seen); err != nil {
+			if err := l.CheckBand(img, x, b.Low, b.High, c.BandFill(th, i), th.Background); err != nil {
 				t.Errorf("%s: %s: %v", th.Name, b.Name, err)
 			}
 			for j := 0; j < b.From; j++ {
-				if err := l.CheckEmpty(img, float64(j), b.Low, b.High, seen); err != nil {
+				if err := l.CheckEmpty(img, float64(j), b.Low, b.High, c.BandFill(th, i), th.Background); err != nil {
 					t.Errorf("%s: %s before its first category, at %s: %v", th.Name, b.Name, c.Categories[j], err)
 				}
 			}

@@ -1,0 +1,189 @@
+package report
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/chart"
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/rules"
+)
+
+var (
+	fixtureOnce sync.Once
+	fixtureEnv  *envelope.Envelope
+	fixtureErr  error
+)
+
+// fixtureEnvelope is the envelope of the three six-minute baseline runs
+// in the shared testdata, read from their point streams (so each run
+// has its own intervals), computed once for all the chart tests.
+func fixtureEnvelope(t *testing.T) *envelope.Envelope {
+	t.Helper()
+	files := fixtures.Baselines(t)
+	fixtureOnce.Do(func() {
+		runs, err := figures.ReadFiles(files, figures.LoadOptions(0, ""))
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		fixtureEnv, fixtureErr = envelope.Compute(runs, envelope.Options{Name: "baseline-mix"})
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	return fixtureEnv
+}
+
+// chartEnvelopes are the envelopes the chart tests draw: the real
+// baseline runs and the demo's five.
+func chartEnvelopes(t *testing.T) map[string]*envelope.Envelope {
+	d, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*envelope.Envelope{"baseline-mix fixture": fixtureEnvelope(t), "demo": d}
+}
+
+// expectedRanges are the values each chart's ranges must be drawn at,
+// read from the envelope itself (not from the chart), by range name: a
+// value the chart takes from the wrong field is found as surely as one
+// drawn at the wrong pixel.
+func expectedRanges(env *envelope.Envelope, name string) map[string][]float64 {
+	per := func(f func(envelope.Run) float64) []float64 {
+		var v []float64
+		for _, r := range env.Runs {
+			v = append(v, f(r))
+		}
+		return v
+	}
+	switch name {
+	case ChartThroughput:
+		return map[string][]float64{"run rate": append(per(func(r envelope.Run) float64 { return r.RPS }), math.NaN())}
+	case ChartIterations:
+		return map[string][]float64{"run rate": per(func(r envelope.Run) float64 { return r.IterationsPerS })}
+	case ChartLatency:
+		return map[string][]float64{
+			"p50": per(func(r envelope.Run) float64 { return r.Median }),
+			"p95": per(func(r envelope.Run) float64 { return r.P95 }),
+			"p99": per(func(r envelope.Run) float64 { return r.P99 }),
+		}
+	}
+	return nil
+}
+
+// Every chart of the envelope report, on the real baseline runs and the
+// demo's, in both themes: each run's marker is at its value's pixel in
+// its series' colour, each band's fill lies between its edges and not
+// beyond them, the throughput chart's mean and alert floor are where
+// their values are, and the legend and title overlap nothing and stay
+// inside the image.
+func TestEnvelopeChartsDrawValuesInPlace(t *testing.T) {
+	for envName, env := range chartEnvelopes(t) {
+		cal, err := rules.Calibrate(env)
+		if err != nil {
+			t.Fatalf("%s: %v", envName, err)
+		}
+		for _, nc := range envChartList(env) {
+			c := nc.c
+			want := expectedRanges(env, nc.name)
+			for _, th := range chart.Themes() {
+				where := envName + " " + nc.name + " " + th.Name
+				img, l, err := c.Draw(th)
+				if err != nil {
+					t.Fatalf("%s: %v", where, err)
+				}
+				if err := l.Check(); err != nil {
+					t.Errorf("%s: %v", where, err)
+				}
+				if len(l.Legend) != len(c.Ranges)+len(c.Bands) {
+					t.Errorf("%s: %d legend entries for %d ranges and %d bands", where, len(l.Legend), len(c.Ranges), len(c.Bands))
+				}
+				for i, r := range c.Ranges {
+					vals, ok := want[r.Name]
+					if !ok {
+						vals = r.Values // the endpoint chart and the mean: their values are the bands'
+					}
+					for j, v := range vals {
+						if math.IsNaN(v) {
+							continue
+						}
+						if err := l.CheckColour(img, c.RangeX(i, j), v, c.RangeColour(th, i)); err != nil {
+							t.Errorf("%s: %s of %s: %v", where, r.Name, c.Categories[j], err)
+						}
+					}
+					delete(want, r.Name)
+				}
+				if len(want) > 0 {
+					t.Errorf("%s: no series for %v", where, want)
+				}
+				for i, b := range c.Bands {
+					x := float64(b.From) - 0.4 // left of the first category's markers
+					if b.Low == b.High {
+						if err := l.CheckColour(img, x, b.Low, th.Palette[b.Hue-1]); err != nil {
+							t.Errorf("%s: line %s: %v", where, b.Name, err)
+						}
+						continue
+					}
+					if err := l.CheckBand(img, x, b.Low, b.High, c.BandFill(th, i), th.Background); err != nil {
+						t.Errorf("%s: %s: %v", where, b.Name, err)
+					}
+				}
+				want = expectedRanges(env, nc.name)
+			}
+			switch nc.name {
+			case ChartThroughput:
+				throughputChartSays(t, envName, env, cal, c)
+			case ChartIterations:
+				if !c.ZeroY || !strings.Contains(c.Title, "CV "+envPct(env.Iterations.CV, 2)) {
+					t.Errorf("%s: iteration chart %q, ZeroY %v: want the CV stated and the axis from zero", envName, c.Title, c.ZeroY)
+				}
+			case ChartLatency:
+				if !c.LogY || len(c.Ranges) != 3 || len(c.Bands) != 3 {
+					t.Errorf("%s: latency chart log %v, %d series, %d bands: want p50, p95, p99 and their bands on a log axis", envName, c.LogY, len(c.Ranges), len(c.Bands))
+				}
+			}
+		}
+	}
+}
+
+// throughputChartSays checks what the throughput chart states beyond
+// its runs: the CV in its title, the mean with its interval in the last
+// column, and the floor the alert rules calibrate, inside the axis.
+func throughputChartSays(t *testing.T, name string, env *envelope.Envelope, cal *rules.Calibration, c chart.Chart) {
+	t.Helper()
+	tp := env.Throughput
+	if !strings.Contains(c.Title, "CV "+envPct(tp.CV, 2)) {
+		t.Errorf("%s: throughput title %q does not state the CV %s", name, c.Title, envPct(tp.CV, 2))
+	}
+	floor := false
+	for _, b := range c.Bands {
+		floor = floor || (b.Low == cal.Throughput.Floor && b.High == b.Low)
+	}
+	if !floor {
+		t.Errorf("%s: throughput chart has no line at the alert floor %v", name, cal.Throughput.Floor)
+	}
+	last := len(c.Categories) - 1
+	m := c.Ranges[len(c.Ranges)-1]
+	if c.Categories[last] != meanCategory || m.Values[last] != tp.Mean || m.Low[last] != tp.CILow || m.High[last] != tp.CIHigh {
+		t.Errorf("%s: last column %q %v [%v, %v], want the mean %v [%v, %v]", name, c.Categories[last], m.Values[last], m.Low[last], m.High[last], tp.Mean, tp.CILow, tp.CIHigh)
+	}
+	// The whisker reaches the interval's ends.
+	for _, th := range chart.Themes() {
+		img, l, err := c.Draw(th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, y := range []float64{tp.CILow, tp.CIHigh} {
+			inside := y + 0.1*(tp.Mean-y) // a little inside the end
+			if err := l.CheckColour(img, c.RangeX(len(c.Ranges)-1, last), inside, c.RangeColour(th, len(c.Ranges)-1)); err != nil {
+				t.Errorf("%s %s: mean's interval end %v: %v", name, th.Name, y, err)
+			}
+		}
+	}
+}
