@@ -20,6 +20,9 @@ import (
 // right edge.
 const margin = 8 // points
 
+// titlePadding is the least room between the title and the plot below.
+const titlePadding = 6 // points
+
 // legendPadding separates the legend's entries, legendFont is the
 // largest size of its text: a legend of several entries must fit beside
 // the plot without crowding it.
@@ -71,12 +74,15 @@ func (l *Layout) pixels(r vg.Rectangle) image.Rectangle {
 }
 
 // Check reports parts of the layout a reader could not read: a title
-// outside the image, legend entries that overlap each other, the title
+// outside the image or over the data, legend entries that overlap each other, the title
 // or the data area, or that leave the image.
 func (l *Layout) Check() error {
 	img := image.Rectangle{Max: l.Size}
 	if !l.Title.Empty() && !l.Title.In(img) {
 		return fmt.Errorf("title box %v is not inside the image %v", l.Title, img)
+	}
+	if l.Title.Overlaps(l.Data) {
+		return fmt.Errorf("title box %v overlaps the data area %v", l.Title, l.Data)
 	}
 	for i, a := range l.Legend {
 		if !a.In(img) {
@@ -160,7 +166,7 @@ func drawPlot(p *plot.Plot, w, h vg.Length) (*vgimg.Canvas, *Layout) {
 		c.FillText(sty, at, p.Title.Text)
 		r := sty.Rectangle(p.Title.Text)
 		l.Title = l.pixels(vg.Rectangle{Min: r.Min.Add(at), Max: r.Max.Add(at)})
-		c.Max.Y -= r.Size().Y + p.Title.Padding
+		c.Max.Y -= r.Size().Y + max(p.Title.Padding, vg.Points(titlePadding))
 	}
 	bare := *p
 	bare.Title.Text = ""

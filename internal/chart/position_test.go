@@ -123,6 +123,7 @@ func TestLayoutCheck(t *testing.T) {
 		"over the data":        func(l *Layout) { l.Legend[0] = image.Rect(55, 15, 95, 25) },
 		"over the title":       func(l *Layout) { l.Legend[0] = image.Rect(65, 5, 95, 25) },
 		"title cut":            func(l *Layout) { l.Title = image.Rect(20, -3, 80, 10) },
+		"title over the data":  func(l *Layout) { l.Title = image.Rect(20, 2, 80, 16) },
 		"legend off the right": func(l *Layout) { l.Legend[1] = image.Rect(65, 27, 105, 37) },
 	} {
 		l := ok
