@@ -636,7 +636,8 @@ type boxes struct {
 
 func (b *boxes) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
-	ls := draw.LineStyle{Color: b.line, Width: vg.Points(1)}
+	// 1.5 points is two pixels: a line covers whole pixels wherever it falls.
+	ls := draw.LineStyle{Color: b.line, Width: vg.Points(1.5)}
 	half := vg.Points(14)
 	for i, bx := range b.items {
 		x := trX(float64(i))
