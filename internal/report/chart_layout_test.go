@@ -1,6 +1,7 @@
 package report
 
 import (
+	"image"
 	"math"
 	"strings"
 	"sync"
@@ -138,6 +139,9 @@ func TestEnvelopeChartsDrawValuesInPlace(t *testing.T) {
 				if len(want) > 0 {
 					t.Errorf("%s: no series for %v", where, want)
 				}
+				if nc.name == ChartEndpoints {
+					endpointWhiskers(t, where, env, c, img, l, th)
+				}
 				bands := expectedBands(env, cal, nc.name)
 				if len(bands) != len(c.Bands) {
 					t.Errorf("%s: %d bands, want %d", where, len(c.Bands), len(bands))
@@ -198,6 +202,36 @@ func throughputChartSays(t *testing.T, name string, env *envelope.Envelope, c ch
 			inside := y + 0.1*(tp.Mean-y) // a little inside the end
 			if err := l.CheckColour(img, c.RangeX(len(c.Ranges)-1, last), inside, c.RangeColour(th, len(c.Ranges)-1)); err != nil {
 				t.Errorf("%s %s: mean's interval end %v: %v", name, th.Name, y, err)
+			}
+		}
+	}
+}
+
+// endpointWhiskers checks that each whisker of the per-endpoint chart
+// reaches its band's ends across the runs, read from the envelope: a
+// pixel just inside each end is the series' colour.
+func endpointWhiskers(t *testing.T, where string, env *envelope.Envelope, c chart.Chart, img image.Image, l *chart.Layout, th chart.Theme) {
+	t.Helper()
+	names := envEndpointNames(env)
+	byLabel := map[string]figures.Name{}
+	for _, f := range []figures.Name{figures.Median, figures.P95, figures.P99, figures.Max} {
+		byLabel[f.Def().Label] = f
+	}
+	if len(c.Ranges) == 0 || len(c.Categories) != len(names) {
+		t.Fatalf("%s: %d series over %d endpoints, want %d", where, len(c.Ranges), len(c.Categories), len(names))
+	}
+	for i, r := range c.Ranges {
+		fig, ok := byLabel[r.Name]
+		if !ok {
+			t.Errorf("%s: series %q is no figure", where, r.Name)
+			continue
+		}
+		for j, n := range names {
+			b := env.Endpoints[n].Band(fig)
+			for _, y := range []float64{b.Min * math.Pow(b.Max/b.Min, 0.05), b.Max / math.Pow(b.Max/b.Min, 0.05)} {
+				if err := l.CheckColour(img, c.RangeX(i, j), y, c.RangeColour(th, i)); err != nil {
+					t.Errorf("%s: %s of %s, whisker %v–%v: %v", where, r.Name, n, b.Min, b.Max, err)
+				}
 			}
 		}
 	}
