@@ -233,6 +233,14 @@ func endpointWhiskers(t *testing.T, where string, env *envelope.Envelope, c char
 					t.Errorf("%s: %s of %s, whisker %v–%v: %v", where, r.Name, n, b.Min, b.Max, err)
 				}
 			}
+			// And no further: a few pixels beyond each end (past the
+			// cap's line) is not the series' colour.
+			x := c.RangeX(i, j)
+			for _, pt := range []image.Point{l.Pixel(x, b.Max).Add(image.Pt(0, -4)), l.Pixel(x, b.Min).Add(image.Pt(0, 4))} {
+				if got := chart.ColourAt(img, pt); chart.Near(got, c.RangeColour(th, i), 8) {
+					t.Errorf("%s: %s of %s: the whisker %v–%v reaches on to pixel %v", where, r.Name, n, b.Min, b.Max, pt)
+				}
+			}
 		}
 	}
 }
