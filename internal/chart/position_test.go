@@ -134,3 +134,52 @@ func TestLayoutCheck(t *testing.T) {
 		}
 	}
 }
+
+// Lines, their markers, marked points and bars are found at their
+// values too: the charts other reports draw (a history by commit, bars)
+// can be checked the same way.
+func TestLayoutFindsLinesPointsAndBars(t *testing.T) {
+	cats := []string{"c1", "c2", "c3", "c4"}
+	lines := Chart{Title: "p95 by commit", Categories: cats,
+		Lines:  []Series{{Name: "run value", Values: []float64{100, 104, 99, 130}}},
+		Points: []Points{{Name: "change point", At: []int{3}, Values: []float64{130}, Shape: "triangle"}},
+		Bands:  []Band{{Name: "envelope band", Low: 95, High: 106, From: 1}}}
+	bars := Chart{Title: "requests", Categories: cats, Bars: []Series{{Name: "requests", Values: []float64{10, 40, 25, 5}}}}
+	for _, th := range Themes() {
+		img, l, err := lines.Draw(th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Check(); err != nil {
+			t.Errorf("%s: %v", th.Name, err)
+		}
+		for j, v := range lines.Lines[0].Values[:3] {
+			if err := l.CheckColour(img, float64(j), v, th.Palette[0]); err != nil {
+				t.Errorf("%s: line at %s: %v", th.Name, cats[j], err)
+			}
+		}
+		// The marked point is drawn over the line's marker, in the next colour.
+		if err := l.CheckColour(img, 3, 130, th.Palette[1]); err != nil {
+			t.Errorf("%s: change point: %v", th.Name, err)
+		}
+		if err := l.CheckEmpty(img, -0.4, 95, 106, lines.BandFill(th, 0), th.Background); err != nil {
+			t.Errorf("%s: band before its first commit: %v", th.Name, err)
+		}
+		if err := l.CheckBand(img, 0.6, 95, 106, lines.BandFill(th, 0), th.Background); err != nil {
+			t.Errorf("%s: band from its first commit: %v", th.Name, err)
+		}
+		img, l, err = bars.Draw(th)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, v := range bars.Bars[0].Values {
+			// Inside the bar just below its top, and the background just above.
+			if err := l.CheckColour(img, float64(j), 0.95*v, th.Palette[0]); err != nil {
+				t.Errorf("%s: bar %s: %v", th.Name, cats[j], err)
+			}
+			if err := l.CheckColour(img, float64(j), v+1, th.Background); err != nil {
+				t.Errorf("%s: above bar %s: %v", th.Name, cats[j], err)
+			}
+		}
+	}
+}
