@@ -3,7 +3,13 @@
 // five-number boxes, each with optional horizontal reference bands, in a
 // light and a dark theme. A report writes both variants and references
 // them with a <picture> element (see Picture), so the chart follows the
-// reader's colour scheme.
+// reader's colour scheme. Every chart has its title inside the image and
+// its legend in a column beside the plot, where it covers nothing.
+//
+// Draw returns a chart's image with its Layout: where the title, the
+// legend's entries and the data area lie, and the pixel each data value
+// is drawn at, so a test can check that a value is drawn at its place
+// (CheckColour, CheckBand, CheckEmpty) and that nothing overlaps (Check).
 //
 //	c := chart.Chart{Title: "Throughput per run", YLabel: "req/s",
 //		Categories: []string{"run-1", "run-2"},
