@@ -42,13 +42,22 @@ func fixtureEnvelope(t *testing.T) *envelope.Envelope {
 }
 
 // chartEnvelopes are the envelopes the chart tests draw: the real
-// baseline runs and the demo's five.
+// baseline runs, the demo's five, and one run alone (no interval of the
+// mean).
 func chartEnvelopes(t *testing.T) map[string]*envelope.Envelope {
 	d, err := demo.Envelope()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]*envelope.Envelope{"baseline-mix fixture": fixtureEnvelope(t), "demo": d}
+	in, err := demo.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := envelope.Compute(in[:1], envelope.Options{Name: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]*envelope.Envelope{"baseline-mix fixture": fixtureEnvelope(t), "demo": d, "one demo run": one}
 }
 
 // expectedRanges are the values each chart's ranges must be drawn at,
@@ -186,6 +195,12 @@ func throughputChartSays(t *testing.T, name string, env *envelope.Envelope, c ch
 	tp := env.Throughput
 	if !strings.Contains(c.Title, "CV "+envPct(tp.CV, 2)) {
 		t.Errorf("%s: throughput title %q does not state the CV %s", name, c.Title, envPct(tp.CV, 2))
+	}
+	if tp.N < 2 {
+		if len(c.Categories) != len(env.Runs) || len(c.Ranges) != 1 {
+			t.Errorf("%s: one run: %d columns and %d series, want the run alone", name, len(c.Categories), len(c.Ranges))
+		}
+		return
 	}
 	last := len(c.Categories) - 1
 	m := c.Ranges[len(c.Ranges)-1]

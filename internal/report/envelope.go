@@ -144,21 +144,22 @@ const (
 func throughputChart(env *envelope.Envelope, labels []string) chart.Chart {
 	t := env.Throughput
 	n := len(env.Runs)
-	cats := append(append([]string{}, labels...), meanCategory)
 	runs := chart.Range{Name: "run rate"}
-	mean := chart.Range{Name: fmt.Sprintf("mean, %s CI %s–%s", envPct(figures.Confidence(env.Tolerance.Confidence), 0), envFig(t.CILow), envFig(t.CIHigh)), Hue: hueMean,
-		Values: nanValues(n + 1), Low: nanValues(n + 1), High: nanValues(n + 1)}
 	for _, r := range env.Runs {
 		runs.Values = append(runs.Values, r.RPS)
 	}
-	runs.Values = append(runs.Values, math.NaN())
 	c := chart.Chart{
 		Title:  "Throughput per run (http_reqs rate), CV " + envPct(t.CV, 2),
-		YLabel: "req/s", Categories: cats, Ranges: []chart.Range{runs},
-		Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s req/s", envFig(t.Min), envFig(t.Max)), Low: t.Min, High: t.Max, Hue: 1}},
+		YLabel: "req/s", Categories: labels, Ranges: []chart.Range{runs},
+		Bands: []chart.Band{{Name: "band " + envRange(t.Min, t.Max, -1) + " req/s", Low: t.Min, High: t.Max, Hue: 1}},
 	}
 	if t.N >= 2 {
+		// The mean has an interval only from two runs on.
+		mean := chart.Range{Name: fmt.Sprintf("mean, %s CI %s–%s", envPct(figures.Confidence(env.Tolerance.Confidence), 0), envFig(t.CILow), envFig(t.CIHigh)), Hue: hueMean,
+			Values: nanValues(n + 1), Low: nanValues(n + 1), High: nanValues(n + 1)}
 		mean.Values[n], mean.Low[n], mean.High[n] = t.Mean, t.CILow, t.CIHigh
+		c.Categories = append(append([]string{}, labels...), meanCategory)
+		c.Ranges[0].Values = append(c.Ranges[0].Values, math.NaN())
 		c.Ranges = append(c.Ranges, mean)
 	}
 	if cal, err := rules.Calibrate(env); err == nil && cal.Throughput.Floor > 0 {
@@ -189,7 +190,7 @@ func iterationChart(env *envelope.Envelope, labels []string) chart.Chart {
 	return chart.Chart{
 		Title:  "Iteration rate per run, CV " + envPct(it.CV, 2),
 		YLabel: "iter/s", Categories: labels, ZeroY: true, Ranges: []chart.Range{r},
-		Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s iter/s", envFig(it.Min), envFig(it.Max)), Low: it.Min, High: it.Max, Hue: 1}},
+		Bands: []chart.Band{{Name: "band " + envRange(it.Min, it.Max, -1) + " iter/s", Low: it.Min, High: it.Max, Hue: 1}},
 	}
 }
 
