@@ -3,7 +3,13 @@
 // five-number boxes, each with optional horizontal reference bands, in a
 // light and a dark theme. A report writes both variants and references
 // them with a <picture> element (see Picture), so the chart follows the
-// reader's colour scheme.
+// reader's colour scheme. Every chart has its title inside the image and
+// its legend in a column beside the plot, where it covers nothing.
+//
+// Draw returns a chart's image with its Layout: where the title, the
+// legend's entries and the data area lie, and the pixel each data value
+// is drawn at, so a test can check that a value is drawn at its place
+// (CheckColour, CheckBand, CheckEmpty) and that nothing overlaps (Check).
 //
 //	c := chart.Chart{Title: "Throughput per run", YLabel: "req/s",
 //		Categories: []string{"run-1", "run-2"},
@@ -26,7 +32,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Theme is a colour scheme.
@@ -46,6 +51,34 @@ func rgb(h uint32) color.RGBA {
 
 func rgba(h uint32, a uint8) color.NRGBA {
 	return color.NRGBA{uint8(h >> 16), uint8(h >> 8), uint8(h), a}
+}
+
+// bandColours are the fill and edge of the i-th band of hue h (see
+// Band.Hue): a palette hue is filled at the opacity of the theme's
+// first band fill.
+func (t Theme) bandColours(i, h int) (fill, line color.Color) {
+	if h <= 0 {
+		return t.BandFill[i%len(t.BandFill)], t.BandLine[i%len(t.BandLine)]
+	}
+	line = t.Palette[(h-1)%len(t.Palette)]
+	c := color.NRGBAModel.Convert(line).(color.NRGBA)
+	c.A = color.NRGBAModel.Convert(t.BandFill[0]).(color.NRGBA).A
+	return c, line
+}
+
+// BandFill is the colour band i of c is filled with in theme t, before
+// it is laid over the background (see Over).
+func (c Chart) BandFill(t Theme, i int) color.Color {
+	fill, _ := t.bandColours(i, c.Bands[i].Hue)
+	return fill
+}
+
+// RangeColour is the colour of range i's markers in theme t.
+func (c Chart) RangeColour(t Theme, i int) color.Color {
+	if h := c.Ranges[i].Hue; h > 0 {
+		return t.Palette[(h-1)%len(t.Palette)]
+	}
+	return t.Palette[i%len(t.Palette)]
 }
 
 // Light and Dark are the two themes the reports write. Their series
@@ -80,11 +113,16 @@ type Series struct {
 }
 
 // Range is one named value per category with a low–high whisker: a
-// figure and its band across runs. Low/High may be nil (marker only).
+// figure and its band across runs, or a run's value and its own
+// interval. Low/High may be nil (marker only). A NaN value draws
+// nothing at its category.
 type Range struct {
 	Name      string
 	Values    []float64
 	Low, High []float64
+	// Hue picks the colour: 0 the range's place among the ranges, k > 0
+	// the theme's palette colour k (1-based), as Band.Hue.
+	Hue int
 }
 
 // Box is a five-number summary drawn as a box (Q1–Q3, a line at the
@@ -100,6 +138,10 @@ type Band struct {
 	// From is the first category the band covers; the band runs from it
 	// to the last. 0 covers every category.
 	From int
+	// Hue picks the colour: 0 the band's place among the bands, k > 0
+	// the theme's palette colour k (1-based), so a band can share the
+	// hue of the series it bounds or stand apart from every other.
+	Hue int
 }
 
 // Chart is what to draw. Exactly one of Bars, Lines, Ranges or Boxes is
@@ -114,6 +156,9 @@ type Chart struct {
 	Bands                 []Band
 	Points                []Points // marked values, over the lines
 	LogY                  bool     // logarithmic Y axis (all values must be > 0)
+	// ZeroY starts a linear Y axis at 0: a rate's differences read at
+	// their size against the whole rate.
+	ZeroY bool
 	// Width and Height in points; 0 gives 640×360 (a 16:9 PNG at 96 dpi
 	// is 853×480 pixels).
 	Width, Height vg.Length
@@ -140,7 +185,7 @@ func (c Chart) Validate() error {
 	}
 	if c.LogY {
 		check := func(v float64) error {
-			if !(v > 0) {
+			if !(v > 0) && !math.IsNaN(v) {
 				return fmt.Errorf("chart %q: value %v cannot be drawn on a log axis", c.Title, v)
 			}
 			return nil
@@ -202,17 +247,23 @@ func (c Chart) Plot(t Theme) (*plot.Plot, error) {
 	p.X.Min, p.X.Max = -0.5, float64(n)-0.5
 	if !c.LogY && len(c.Bars) == 0 {
 		// Pad the Y range so markers and bands do not sit on the frame.
+		// The legend lies beside the plot, so no room is kept for it.
 		lo, hi := p.Y.Min, p.Y.Max
+		if c.ZeroY {
+			lo = math.Min(lo, 0)
+		}
 		pad := (hi - lo) * 0.08
 		if pad == 0 {
 			pad = math.Max(1, math.Abs(hi)*0.05)
 		}
-		// The top gets more room: the legend sits there.
-		p.Y.Min, p.Y.Max = lo-pad, hi+3*pad
+		p.Y.Min, p.Y.Max = lo-pad, hi+pad
+		if c.ZeroY && lo >= 0 {
+			p.Y.Min = 0
+		}
 	}
 	if c.LogY {
-		// Same on a log axis, in factors: room below, and above for the legend.
-		p.Y.Min, p.Y.Max = p.Y.Min/1.5, p.Y.Max*4
+		// Same on a log axis, in factors.
+		p.Y.Min, p.Y.Max = p.Y.Min/1.3, p.Y.Max*1.3
 	}
 	if len(c.Bars) > 0 && p.Y.Min > 0 {
 		p.Y.Min = 0
@@ -228,13 +279,27 @@ func (c Chart) addBands(p *plot.Plot, t Theme) error {
 		if b.From < 0 || b.From >= n {
 			return fmt.Errorf("chart %q: band %q starts at category %d of %d", c.Title, b.Name, b.From, n)
 		}
-		x0 := float64(b.From) - 0.5
-		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: b.Low}, {X: float64(n) - 0.5, Y: b.Low}, {X: float64(n) - 0.5, Y: b.High}, {X: x0, Y: b.High}})
+		x0, x1 := float64(b.From)-0.5, float64(n)-0.5
+		fill, line := t.bandColours(i, b.Hue)
+		if b.Low == b.High {
+			// A line: solid and wider, so it does not read as a band's edge.
+			l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: b.Low}, {X: x1, Y: b.Low}})
+			if err != nil {
+				return err
+			}
+			l.Color, l.Width = line, vg.Points(1.5)
+			p.Add(l)
+			if b.Name != "" {
+				p.Legend.Add(b.Name, l)
+			}
+			continue
+		}
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: b.Low}, {X: x1, Y: b.Low}, {X: x1, Y: b.High}, {X: x0, Y: b.High}})
 		if err != nil {
 			return err
 		}
-		poly.Color = t.BandFill[i%len(t.BandFill)]
-		poly.LineStyle = draw.LineStyle{Color: t.BandLine[i%len(t.BandLine)], Width: vg.Points(0.75),
+		poly.Color = fill
+		poly.LineStyle = draw.LineStyle{Color: line, Width: vg.Points(0.75),
 			Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
 		p.Add(poly)
 		if b.Name != "" {
@@ -308,13 +373,22 @@ func (c Chart) addLines(p *plot.Plot, t Theme) error {
 	return nil
 }
 
+// RangeX is the x at which range r's value at category j is drawn: the
+// ranges of a category spread apart around it.
+func (c Chart) RangeX(r, j int) float64 {
+	spread := 0.6 / float64(max(1, len(c.Ranges)))
+	return float64(j) + (float64(r)-float64(len(c.Ranges)-1)/2)*spread
+}
+
 // addRanges draws each range series: its values with their low–high bars, spread apart within a category.
 func (c Chart) addRanges(p *plot.Plot, t Theme) error {
-	spread := 0.6 / float64(max(1, len(c.Ranges)))
 	for i, r := range c.Ranges {
-		off := (float64(i) - float64(len(c.Ranges)-1)/2) * spread
 		d := rangeData{}
+		whiskers := false
 		for j, v := range r.Values {
+			if math.IsNaN(v) {
+				continue
+			}
 			lo, hi := v, v
 			if r.Low != nil {
 				lo = r.Low[j]
@@ -322,9 +396,13 @@ func (c Chart) addRanges(p *plot.Plot, t Theme) error {
 			if r.High != nil {
 				hi = r.High[j]
 			}
-			d = append(d, rangePoint{x: float64(j) + off, y: v, lo: lo, hi: hi})
+			whiskers = whiskers || lo != v || hi != v
+			d = append(d, rangePoint{x: c.RangeX(i, j), y: v, lo: lo, hi: hi})
 		}
-		col := t.Palette[i%len(t.Palette)]
+		if len(d) == 0 {
+			continue
+		}
+		col := c.RangeColour(t, i)
 		sc, err := plotter.NewScatter(d)
 		if err != nil {
 			return err
@@ -332,8 +410,7 @@ func (c Chart) addRanges(p *plot.Plot, t Theme) error {
 		sc.Color = col
 		sc.Shape = draw.CircleGlyph{}
 		sc.Radius = vg.Points(3)
-		p.Add(sc)
-		if r.Low != nil || r.High != nil {
+		if whiskers {
 			eb, err := plotter.NewYErrorBars(d)
 			if err != nil {
 				return err
@@ -341,8 +418,11 @@ func (c Chart) addRanges(p *plot.Plot, t Theme) error {
 			eb.Color = col
 			eb.Width = vg.Points(1.5)
 			eb.CapWidth = vg.Points(6)
-			p.Add(eb)
+			p.Add(eb, sc)
+			p.Legend.Add(r.Name, whiskerThumb{eb.LineStyle}, sc)
+			continue
 		}
+		p.Add(sc)
 		p.Legend.Add(r.Name, sc)
 	}
 	return nil
@@ -371,32 +451,8 @@ func WritePNG(w io.Writer, c Chart, t Theme) error {
 	if err != nil {
 		return err
 	}
-	cw, ch := c.Width, c.Height
-	if cw == 0 {
-		cw = 640
-	}
-	if ch == 0 {
-		ch = 360
-	}
-	return save(p, cw, ch, w)
-}
-
-// margin keeps the title off the top edge and the legend's swatches,
-// drawn flush with the plot's right edge, inside the image.
-const margin = 8 // points
-
-// save writes p as a PNG of w×h with a margin on every side.
-func save(p *plot.Plot, w, h vg.Length, out io.Writer) error {
-	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	m := vg.Points(margin)
-	if p.BackgroundColor != nil {
-		dc.SetColor(p.BackgroundColor)
-		dc.Fill(dc.Path())
-	}
-	p.Draw(draw.Crop(dc, m, -m, m, -m))
-	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(out)
-	return err
+	cw, ch := c.Size()
+	return WritePlotPNG(w, p, cw, ch)
 }
 
 // Ticks are gonum's default ticks with labels printed at the precision
@@ -558,6 +614,18 @@ func applyTheme(p *plot.Plot, t Theme) {
 	}
 }
 
+// whiskerThumb is a legend swatch of a whisker: a vertical bar with caps.
+type whiskerThumb struct{ ls draw.LineStyle }
+
+func (w whiskerThumb) Thumbnail(c *draw.Canvas) {
+	x := c.Center().X
+	lo, hi := c.Min.Y, c.Max.Y
+	cap := vg.Points(3)
+	c.StrokeLine2(w.ls, x, lo, x, hi)
+	c.StrokeLine2(w.ls, x-cap, lo, x+cap, lo)
+	c.StrokeLine2(w.ls, x-cap, hi, x+cap, hi)
+}
+
 type rangePoint struct{ x, y, lo, hi float64 }
 
 type rangeData []rangePoint
@@ -574,7 +642,8 @@ type boxes struct {
 
 func (b *boxes) Plot(c draw.Canvas, plt *plot.Plot) {
 	trX, trY := plt.Transforms(&c)
-	ls := draw.LineStyle{Color: b.line, Width: vg.Points(1)}
+	// 1.5 points is two pixels: a line covers whole pixels wherever it falls.
+	ls := draw.LineStyle{Color: b.line, Width: vg.Points(1.5)}
 	half := vg.Points(14)
 	for i, bx := range b.items {
 		x := trX(float64(i))

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"image"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,10 +30,7 @@ func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
 			return ps, err
 		}
 		path := filepath.Join(dir, t.Name, name+".png")
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return ps, err
-		}
-		if err := p.Save(640, 360, path); err != nil {
+		if err := writePlot(p, path); err != nil {
 			return ps, err
 		}
 		rel := filepath.ToSlash(filepath.Join(filepath.Base(dir), t.Name, name+".png"))
@@ -43,6 +41,38 @@ func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
 		}
 	}
 	return ps, nil
+}
+
+// Scaling chart size in points, as the chart package's default.
+const scalingWidth, scalingHeight = 640, 360
+
+// writePlot writes p to path laid out as the report charts are (title
+// inside the canvas, legend beside the plot).
+func writePlot(p *plot.Plot, path string) (err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if e := f.Close(); err == nil {
+			err = e
+		}
+	}()
+	return chart.WritePlotPNG(f, p, scalingWidth, scalingHeight)
+}
+
+// drawn is the chart as WriteChart writes it in theme t, with its
+// layout.
+func (s *Scaling) drawn(t chart.Theme) (image.Image, *chart.Layout, error) {
+	p, err := s.plot(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	img, l := chart.DrawPlot(p, scalingWidth, scalingHeight)
+	return img, l, nil
 }
 
 func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
@@ -56,9 +86,6 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	p.BackgroundColor = t.Background
 	p.Title.TextStyle.Color = t.Foreground
 	p.Legend.TextStyle.Color = t.Foreground
-	// Bottom right stays empty: the curve rises at the left and runs high.
-	p.Legend.Top = false
-	p.Legend.Left = false
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
 		a.Color = t.Foreground
 		a.Label.TextStyle.Color = t.Foreground
@@ -118,6 +145,17 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 		p.Add(fit)
 		p.Legend.Add(fmt.Sprintf("USL σ=%.3g κ=%.3g", s.Fit.Sigma, s.Fit.Kappa), fit)
 	}
+	if s.Fit != nil && s.LinearLimit <= hi {
+		v, err := plotter.NewLine(plotter.XYs{{X: s.LinearLimit, Y: 0}, {X: s.LinearLimit, Y: ymax * 1.05}})
+		if err != nil {
+			return nil, err
+		}
+		v.Color = t.Palette[3]
+		v.Width = vg.Points(2)
+		v.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+		p.Add(v)
+		p.Legend.Add(fmt.Sprintf("%.0f%% efficiency at %.0f", 100*s.Efficiency, s.LinearLimit), v)
+	}
 	sc, err := plotter.NewScatter(meas)
 	if err != nil {
 		return nil, err
@@ -125,18 +163,8 @@ func (s *Scaling) plot(t chart.Theme) (*plot.Plot, error) {
 	sc.Color = t.Palette[1]
 	sc.Shape = draw.CircleGlyph{}
 	sc.Radius = vg.Points(3.5)
-	p.Add(sc)
+	p.Add(sc) // last: no line hides a measured run
 	p.Legend.Add("measured", sc)
-	if s.Fit != nil && s.LinearLimit <= hi {
-		v, err := plotter.NewLine(plotter.XYs{{X: s.LinearLimit, Y: 0}, {X: s.LinearLimit, Y: ymax * 1.05}})
-		if err != nil {
-			return nil, err
-		}
-		v.Color = t.Palette[3]
-		v.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
-		p.Add(v)
-		p.Legend.Add(fmt.Sprintf("%.0f%% efficiency at %.0f", 100*s.Efficiency, s.LinearLimit), v)
-	}
 	p.X.Min, p.X.Max = 0, hi
 	p.Y.Min, p.Y.Max = 0, ymax*1.1
 	return p, nil

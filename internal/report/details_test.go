@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
@@ -58,33 +57,3 @@ func TestEnvRunLabels(t *testing.T) {
 		t.Errorf("labels %q with one testid twice, want the files", got)
 	}
 }
-
-// The latency chart's p95 band is tall enough to see: at least 5% of
-// the axis (on the former log axis with the medians it was under 2%,
-// one or two pixels).
-func TestLatencyChartBandVisible(t *testing.T) {
-	env, err := demo.Envelope()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range envChartList(env) {
-		if c.name != ChartLatency {
-			continue
-		}
-		p, err := c.c.Plot(chartTheme())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.c.LogY {
-			t.Fatal("latency chart on a log axis")
-		}
-		band := env.Latency.P95.Max - env.Latency.P95.Min
-		if share := band / (p.Y.Max - p.Y.Min); share < 0.05 {
-			t.Errorf("p95 band is %.1f%% of the axis", 100*share)
-		}
-		return
-	}
-	t.Fatal("no latency chart")
-}
-
-func chartTheme() chart.Theme { return chart.Light }

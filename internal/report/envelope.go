@@ -18,6 +18,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/chart"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/rules"
 )
 
 // WriteEnvelopeReport writes the envelope's Markdown report to mdPath and
@@ -77,48 +78,18 @@ type namedChart struct {
 	c         chart.Chart
 }
 
-// envChartList is every chart the envelope report draws.
+// envChartList is every chart the envelope report draws. Runs are
+// independent, so each is a marker at its value, never joined by a line
+// that would read as a trend; each band (min–max across the runs) is a
+// fill behind them, in the hue of its series.
 func envChartList(env *envelope.Envelope) []namedChart {
-	var cats []string
-	var rps, ips, p95, p99 []float64
 	labels := envRunLabels(env)
-	for i, r := range env.Runs {
-		cats = append(cats, labels[i])
-		rps = append(rps, r.RPS)
-		ips = append(ips, r.IterationsPerS)
-		p95 = append(p95, math.Max(r.P95, 1e-3))
-		p99 = append(p99, math.Max(r.P99, 1e-3))
-	}
-	t := env.Throughput
-	charts := []namedChart{
-		{ChartThroughput, "Throughput per run with the band", chart.Chart{
-			Title: "Throughput per run (http_reqs rate)", YLabel: "req/s", Categories: cats,
-			Lines: []chart.Series{{Name: "run rate", Values: rps}},
-			Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s req/s", envFig(t.Min), envFig(t.Max)), Low: t.Min, High: t.Max},
-				{Name: fmt.Sprintf("95%% CI of the mean %s–%s", envFig(t.CILow), envFig(t.CIHigh)), Low: t.CILow, High: t.CIHigh}}}},
-	}
+	charts := []namedChart{{ChartThroughput, "Throughput per run with the band, the mean's 95% CI and the alert floor", throughputChart(env, labels)}}
 	if env.Iterations.N > 0 {
-		it := env.Iterations
-		charts = append(charts, namedChart{ChartIterations, "Iteration rate per run with the band", chart.Chart{
-			Title: "Iteration rate per run", YLabel: "iter/s", Categories: cats,
-			Lines: []chart.Series{{Name: "run rate", Values: ips}},
-			Bands: []chart.Band{{Name: fmt.Sprintf("band %s–%s iter/s", envFig(it.Min), envFig(it.Max)), Low: it.Min, High: it.Max}}}})
+		charts = append(charts, namedChart{ChartIterations, "Iteration rate per run with the band, on an axis from zero", iterationChart(env, labels)})
 	}
-	l := env.Latency
-	if l.P95.N > 0 {
-		// A linear axis over the tail only: on a log axis that also
-		// holds the medians, two decades below, a p95 band of a few
-		// percent is one or two pixels tall. The medians are in the text.
-		c := chart.Chart{
-			Title: "http_req_duration per run: p95, p99 and their bands", YLabel: "ms", Categories: cats,
-			Lines: []chart.Series{{Name: "p95", Values: p95}},
-			Bands: []chart.Band{{Name: "p95 band", Low: l.P95.Min, High: l.P95.Max}},
-		}
-		if l.P99.N > 0 {
-			c.Lines = append(c.Lines, chart.Series{Name: "p99", Values: p99})
-			c.Bands = append(c.Bands, chart.Band{Name: "p99 band", Low: l.P99.Min, High: l.P99.Max})
-		}
-		charts = append(charts, namedChart{ChartLatency, "Latency percentiles per run with the bands", c})
+	if env.Latency.P95.N > 0 {
+		charts = append(charts, namedChart{ChartLatency, "Latency percentiles p50, p95 and p99 per run with their bands, log scale", latencyChart(env, labels)})
 	}
 	if names := envEndpointNames(env); len(names) > 0 {
 		var rs []chart.Range
@@ -150,6 +121,112 @@ func envChartList(env *envelope.Envelope) []namedChart {
 		}
 	}
 	return charts
+}
+
+// meanCategory is the throughput chart's last category: the mean of the
+// runs with its confidence interval, apart from the runs themselves.
+const meanCategory = "mean of runs"
+
+// Hues of the throughput chart (palette colours, 1-based): the mean's
+// interval and the alert floor each in a hue of their own, apart from
+// the runs and their band.
+const (
+	hueMean  = 2
+	hueFloor = 4
+)
+
+// throughputChart draws each run's http_reqs rate as a marker over the
+// band, the mean with its confidence interval as a whisker in a column
+// of its own, and the throughput floor the alert rules fire below. The
+// floor brings the axis down to it, so a run's distance from the others
+// reads at its size against what would alert; the title states the
+// run-to-run CV.
+func throughputChart(env *envelope.Envelope, labels []string) chart.Chart {
+	t := env.Throughput
+	n := len(env.Runs)
+	runs := chart.Range{Name: "run rate"}
+	for _, r := range env.Runs {
+		runs.Values = append(runs.Values, r.RPS)
+	}
+	c := chart.Chart{
+		Title:  "Throughput per run (http_reqs rate), CV " + envPct(t.CV, 2),
+		YLabel: "req/s", Categories: labels, Ranges: []chart.Range{runs},
+		Bands: []chart.Band{{Name: "band " + envRange(t.Min, t.Max, -1) + " req/s", Low: t.Min, High: t.Max, Hue: 1}},
+	}
+	if t.N >= 2 {
+		// The mean has an interval only from two runs on.
+		mean := chart.Range{Name: fmt.Sprintf("mean, %s CI %s–%s", envPct(figures.Confidence(env.Tolerance.Confidence), 0), envFig(t.CILow), envFig(t.CIHigh)), Hue: hueMean,
+			Values: nanValues(n + 1), Low: nanValues(n + 1), High: nanValues(n + 1)}
+		mean.Values[n], mean.Low[n], mean.High[n] = t.Mean, t.CILow, t.CIHigh
+		c.Categories = append(append([]string{}, labels...), meanCategory)
+		c.Ranges[0].Values = append(c.Ranges[0].Values, math.NaN())
+		c.Ranges = append(c.Ranges, mean)
+	}
+	if cal, err := rules.Calibrate(env); err == nil && cal.Throughput.Floor > 0 {
+		f := cal.Throughput.Floor
+		c.Bands = append(c.Bands, chart.Band{Name: fmt.Sprintf("alert floor %s req/s (%s window)", envFig(f), cal.Throughput.WindowStr), Low: f, High: f, Hue: hueFloor})
+	}
+	return c
+}
+
+// nanValues is n values that draw nothing.
+func nanValues(n int) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return v
+}
+
+// iterationChart draws each run's iteration rate as a marker over its
+// band, on an axis from zero (no alert judges the iteration rate, so
+// zero is the scale its differences read against), the CV in the title.
+func iterationChart(env *envelope.Envelope, labels []string) chart.Chart {
+	it := env.Iterations
+	r := chart.Range{Name: "run rate"}
+	for _, run := range env.Runs {
+		r.Values = append(r.Values, run.IterationsPerS)
+	}
+	return chart.Chart{
+		Title:  "Iteration rate per run, CV " + envPct(it.CV, 2),
+		YLabel: "iter/s", Categories: labels, ZeroY: true, Ranges: []chart.Range{r},
+		Bands: []chart.Band{{Name: "band " + envRange(it.Min, it.Max, -1) + " iter/s", Low: it.Min, High: it.Max, Hue: 1}},
+	}
+}
+
+// latencyChart draws each run's http_req_duration p50, p95 and p99 as
+// markers, with the run's own confidence interval as a whisker where the
+// run's samples gave one, over each percentile's band in its hue, on a
+// log axis (the median and the tail lie decades apart).
+func latencyChart(env *envelope.Envelope, labels []string) chart.Chart {
+	l := env.Latency
+	c := chart.Chart{Title: "http_req_duration per run: p50, p95, p99 and their bands", YLabel: "ms (log scale)", Categories: labels, LogY: true}
+	for i, p := range []struct {
+		name string
+		band envelope.Band
+		at   func(figures.Run) (float64, *figures.Interval)
+	}{
+		{"p50", l.Median, func(r figures.Run) (float64, *figures.Interval) { return r.Median, r.MedianCI }},
+		{"p95", l.P95, func(r figures.Run) (float64, *figures.Interval) { return r.P95, r.P95CI }},
+		{"p99", l.P99, func(r figures.Run) (float64, *figures.Interval) { return r.P99, r.P99CI }},
+	} {
+		if p.band.N == 0 {
+			continue
+		}
+		r := chart.Range{Name: p.name, Hue: i + 1}
+		for _, run := range env.Runs {
+			v, ci := p.at(run.Run)
+			v = math.Max(v, 1e-3) // a log axis has no 0
+			lo, hi := v, v
+			if ci != nil && ci.Low > 0 && ci.Low <= v && v <= ci.High {
+				lo, hi = ci.Low, ci.High
+			}
+			r.Values, r.Low, r.High = append(r.Values, v), append(r.Low, lo), append(r.High, hi)
+		}
+		c.Ranges = append(c.Ranges, r)
+		c.Bands = append(c.Bands, chart.Band{Name: p.name + " band " + envRange(p.band.Min, p.band.Max, -1) + " ms", Low: math.Max(p.band.Min, 1e-3), High: math.Max(p.band.Max, 1e-3), Hue: i + 1})
+	}
+	return c
 }
 
 // EnvelopeMarkdown renders the report text; pics holds the <picture>
@@ -501,7 +578,6 @@ func envShort(sha string) string {
 	}
 	return sha
 }
-
 
 // envEstimates is the line saying which percentiles a trend's runs
 // estimate, from their request counts (figures.Support): "- Percentiles
