@@ -85,6 +85,27 @@ func TestRealBeyondSampling(t *testing.T) {
 	}
 }
 
+// An envelope file written before runs' intervals were kept has none for
+// runs read from point streams: the note says so rather than blaming
+// summary files.
+func TestRealBeyondSamplingOlderFile(t *testing.T) {
+	env, _ := realEnvelope(t, false, fixtures.Baselines(t)...)
+	for i := range env.Runs {
+		env.Runs[i].MedianCI, env.Runs[i].P95CI, env.Runs[i].P99CI = nil, nil, nil
+	}
+	b, err := EnvelopeMarkdown(env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	if cell := plansRow(t, md, "median")[2]; cell != "n/a" {
+		t.Errorf("median beyond sampling %q without intervals, want n/a", cell)
+	}
+	if want := "the envelope file keeps no interval for `baseline-a`, `baseline-b` and `baseline-c`, read from point streams"; !strings.Contains(md, want) || strings.Contains(md, "summary file") {
+		t.Errorf("the note does not say %q, or blames summary files", want)
+	}
+}
+
 // A run's max is its slowest request, above its p99 by nature: on the
 // real baselines, whose maxima are alike (3.0–3.5 s), none is an
 // outlier, and the table gives each max over the other runs' largest.

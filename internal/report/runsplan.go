@@ -71,14 +71,14 @@ func runsPlanSection(env *envelope.Envelope) string {
 // every interval. A summary file holds k6's figures, not the samples an
 // interval is taken from; a run read from a point stream has its
 // intervals, unless the envelope file was written before they were
-// kept.
+// kept; a run whose source the file does not name is said to lack them.
 func beyondMissing(env *envelope.Envelope, plans []compare.RunsPlan) string {
 	labels := envRunLabels(env)
 	format := map[string]string{}
 	for _, s := range env.Provenance.Sources {
 		format[s.File] = s.Format
 	}
-	var summaries, points []string
+	var summaries, points, unknown []string
 	seen := map[int]bool{}
 	var figs []string
 	for _, p := range plans {
@@ -90,9 +90,12 @@ func beyondMissing(env *envelope.Envelope, plans []compare.RunsPlan) string {
 				continue
 			}
 			seen[i] = true
-			if f, ok := format[env.Runs[i].Source]; ok && k6.Format(f).Summary() {
+			switch f, ok := format[env.Runs[i].Source]; {
+			case !ok || f == "":
+				unknown = append(unknown, labels[i])
+			case k6.Format(f).Summary():
 				summaries = append(summaries, labels[i])
-			} else {
+			default:
 				points = append(points, labels[i])
 			}
 		}
@@ -106,6 +109,9 @@ func beyondMissing(env *envelope.Envelope, plans []compare.RunsPlan) string {
 	}
 	if len(points) > 0 {
 		why = append(why, fmt.Sprintf("the envelope file keeps no interval for %s, read from point streams (a file written before runs' intervals were kept: derive it again with `envelope baseline`)", envList(points)))
+	}
+	if len(unknown) > 0 {
+		why = append(why, "the envelope file keeps no interval, and names no source format, for "+envList(unknown))
 	}
 	return fmt.Sprintf(" Without an interval of the %s: %s. The column is n/a where no run has one, and taken from the runs that have one where some do.", envList(figs), strings.Join(why, "; "))
 }
