@@ -207,6 +207,7 @@ type envView struct {
 	Outliers       int      // runs whose max is an outlier (envelope.MaxOutliers)
 	MaxFactor      int      // envelope.MaxOutlierFactor
 	MaxVsOthers    []string // each run's max over the other runs' largest, marked when an outlier
+	OutlierRuns    []string // the labels of the runs whose max is an outlier
 	K6Versions     string   // the line under the Sources table on k6's version (envK6Versions)
 	FailedRuns     int
 	Endpoints      []envEndpointView
@@ -250,6 +251,11 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	v.RunsPlan = runsPlanSection(env)
 	v.MaxFactor, v.MaxVsOthers = envelope.MaxOutlierFactor, envMaxVsOthers(env)
 	v.K6Versions = envK6Versions(env.Provenance.Sources)
+	for i, r := range env.Runs {
+		if r.MaxOutlier {
+			v.OutlierRuns = append(v.OutlierRuns, v.RunLabels[i])
+		}
+	}
 	for _, r := range env.Runs {
 		if r.Failed > 0 {
 			v.FailedRuns++
