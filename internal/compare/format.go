@@ -110,7 +110,7 @@ func (r *Result) columns() []column {
 	}
 	if r.hasRatio() {
 		cols = append(cols,
-			column{"RATIO TO OTHERS (BASELINE → CANDIDATE)", "Ratio to other endpoints (baseline → candidate)", Figure.ratioCell},
+			column{"RATIO TO OTHERS", "Ratio to other endpoints (baseline → candidate)", Figure.ratioCell},
 			column{"RATIO CHANGE", "Ratio change", Figure.ratioChangeCell})
 	}
 	for i, h := range [][2]string{{"CI", "CI"}, {"MDC", "MDC"}, {"TOL", "Tolerance"}, {"P(HOLM)", "p (Holm)"}, {"VERDICT", "Verdict"}} {
@@ -157,7 +157,7 @@ func (r *Result) ratioLegend(markdown bool) string {
 		}
 	}
 	return fmt.Sprintf("A median judged against the run's other endpoints: %s, %s and %s are its own; %s is its median over the other endpoints' weighted geometric mean (the weights in the notes), in the baseline and in the candidates, and %s is that ratio's change, which %s, %s, %s and %s judge. In the other rows they judge %s.",
-		name["BASELINE"], name["CANDIDATE"], name["CHANGE"], name["RATIO TO OTHERS (BASELINE → CANDIDATE)"], name["RATIO CHANGE"],
+		name["BASELINE"], name["CANDIDATE"], name["CHANGE"], name["RATIO TO OTHERS"], name["RATIO CHANGE"],
 		name["CI"], name["MDC"], name["P(HOLM)"], name["VERDICT"], name["CHANGE"])
 }
 
