@@ -104,11 +104,12 @@ type Figure struct {
 	// Against names the reference an endpoint figure was judged against,
 	// "the run's other endpoints (actor_get 85%, …)" with their weights;
 	// empty when judged on its own. ChangePct, the interval, MDCPct and P
-	// are then those of the endpoint's level against the reference, and
-	// Absolute is the endpoint's own change (Baseline and Candidate stay
-	// its own values).
+	// are then those of the endpoint's ratio to the reference, whose
+	// levels are Ratio, and Absolute is the endpoint's own change
+	// (Baseline and Candidate stay its own values).
 	Against  string  `json:"against,omitempty"`
 	Absolute *Change `json:"absolute,omitempty"`
+	Ratio    *Ratio  `json:"ratio_to_others,omitempty"`
 	// beyond: the estimate lies beyond the tolerance in the bad direction.
 	beyond bool
 }

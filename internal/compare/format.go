@@ -61,11 +61,19 @@ func (r *Result) WriteText(w io.Writer) error {
 	// The table is built in memory, where writes cannot fail; the one write
 	// that can is the final WriteString to w.
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "FIGURE\tBASELINE\tCANDIDATE\tCHANGE\tCI\tMDC\tTOL\tP(HOLM)\tVERDICT")
-	for _, f := range r.Figures {
-		_, _ = fmt.Fprintln(tw, strings.Join(append([]string{f.tableLabel()}, f.cells()...), "\t"))
+	cols := r.columns()
+	head := make([]string, len(cols))
+	for i, c := range cols {
+		head[i] = c.text
+	}
+	_, _ = fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, row := range r.rows(cols) {
+		_, _ = fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
+	if l := r.ratioLegend(false); l != "" {
+		b.WriteString("\n" + l + "\n")
+	}
 	if notes := r.notes(); len(notes) > 0 {
 		b.WriteString("\nNotes:\n- " + strings.Join(notes, "\n- ") + "\n")
 	}
@@ -78,21 +86,140 @@ func (r *Result) WriteText(w io.Writer) error {
 	return err
 }
 
-// cells are a figure's columns after its label, in the table's order:
-// baseline, candidate, change, interval, MDC, tolerance, Holm p, verdict.
+// column is one column of the table of figures: its header in text
+// and in Markdown, and a figure's cell in it.
+type column struct {
+	text, markdown string
+	cell           func(f Figure) string
+}
+
+// columns are the table's columns. A median judged against the run's
+// other endpoints has two levels: its own (baseline, candidate, change)
+// and its ratio to the other endpoints, which is what is judged. When
+// any figure was judged so, the table shows the ratio's levels and
+// change in columns of their own, right after the figure's own values
+// and change, so that each change stands beside the levels it is the
+// change of, and the interval, MDC, p and verdict follow the change they
+// judge (the ratio's, where there is one).
+func (r *Result) columns() []column {
+	cols := []column{
+		{"FIGURE", "Figure", Figure.tableLabel},
+		{"BASELINE", "Baseline", func(f Figure) string { return f.cells()[0] }},
+		{"CANDIDATE", "Candidate", func(f Figure) string { return f.cells()[1] }},
+		{"CHANGE", "Change", Figure.ownChangeCell},
+	}
+	if r.hasRatio() {
+		cols = append(cols,
+			column{"RATIO TO OTHERS", "Ratio to other endpoints (baseline → candidate)", Figure.ratioCell},
+			column{"RATIO CHANGE", "Ratio change", Figure.ratioChangeCell})
+	}
+	for i, h := range [][2]string{{"CI", "CI"}, {"MDC", "MDC"}, {"TOL", "Tolerance"}, {"P(HOLM)", "p (Holm)"}, {"VERDICT", "Verdict"}} {
+		cols = append(cols, column{h[0], h[1], func(f Figure) string { return f.cells()[3+i] }})
+	}
+	return cols
+}
+
+// rows are every figure's cells in the columns' order.
+func (r *Result) rows(cols []column) [][]string {
+	out := make([][]string, 0, len(r.Figures))
+	for _, f := range r.Figures {
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			row[i] = c.cell(f)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// hasRatio says whether any figure was judged by its ratio to the run's
+// other endpoints.
+func (r *Result) hasRatio() bool {
+	for _, f := range r.Figures {
+		if f.Ratio != nil && f.Verdict != NoData {
+			return true
+		}
+	}
+	return false
+}
+
+// ratioLegend says how to read a row with a ratio, naming the columns by
+// their headers (markdown: the Markdown ones); "" when no figure has one.
+func (r *Result) ratioLegend(markdown bool) string {
+	if !r.hasRatio() {
+		return ""
+	}
+	name := map[string]string{}
+	for _, c := range r.columns() {
+		name[c.text] = c.text
+		if markdown {
+			name[c.text] = c.markdown
+		}
+	}
+	return fmt.Sprintf("A median judged against the run's other endpoints: %s, %s and %s are its own; %s is its median over the other endpoints' weighted geometric mean (the weights in the notes), in the baseline and in the candidates, and %s is that ratio's change, which %s, %s, %s and %s judge. In the other rows they judge %s.",
+		name["BASELINE"], name["CANDIDATE"], name["CHANGE"], name["RATIO TO OTHERS"], name["RATIO CHANGE"],
+		name["CI"], name["MDC"], name["P(HOLM)"], name["VERDICT"], name["CHANGE"])
+}
+
+// cells are a figure's judged columns after its label: baseline,
+// candidate, change, interval, MDC, tolerance, Holm p, verdict. The
+// change, interval and MDC are those of what was judged: for a figure
+// with a Ratio, the ratio's.
 func (f Figure) cells() []string {
 	if f.Verdict == NoData {
 		return []string{"-", "-", "-", "-", "-", "-", "-", string(f.Verdict)}
 	}
-	unit := "%"
+	unit := f.changeUnit()
 	base, cand := fmt.Sprintf("%.2f %s", f.Baseline, f.Unit), fmt.Sprintf("%.2f %s", f.Candidate, f.Unit)
 	if f.Name == "error_rate" {
-		unit = "pp"
 		base, cand = fmt.Sprintf("%.3f%%", 100*f.Baseline), fmt.Sprintf("%.3f%%", 100*f.Candidate)
 	}
 	return []string{base, cand, fmt.Sprintf("%+.2f%s", f.ChangePct, unit), fmt.Sprintf("[%+.2f, %+.2f]", f.CILowPct, f.CIHighPct),
 		fmt.Sprintf("%.2f%s", f.MDCPct, unit), fmt.Sprintf("%.1f%s", f.TolerancePct, unit), pCell(f.PHolm), string(f.Verdict)}
 }
+
+// changeUnit is the unit of the figure's changes: percentage points for
+// the error rate, percent for every other figure.
+func (f Figure) changeUnit() string {
+	if f.Name == "error_rate" {
+		return "pp"
+	}
+	return "%"
+}
+
+// ownChangeCell is the change of the figure's own values (its Baseline
+// and Candidate): for a figure judged by its ratio, its own change.
+func (f Figure) ownChangeCell() string {
+	switch {
+	case f.Verdict == NoData:
+		return "-"
+	case f.Ratio != nil && f.Absolute != nil:
+		return fmt.Sprintf("%+.2f%%", f.Absolute.ChangePct)
+	}
+	return f.cells()[2]
+}
+
+// ratioCell is the figure's ratio to the other endpoints, baseline →
+// candidate; "-" for a figure judged on its own.
+func (f Figure) ratioCell() string {
+	if f.Ratio == nil || f.Verdict == NoData {
+		return "-"
+	}
+	return ratioLevel(f.Ratio.Baseline) + " → " + ratioLevel(f.Ratio.Candidate)
+}
+
+// ratioChangeCell is the change of the figure's ratio to the other
+// endpoints, the change judged; "-" for a figure judged on its own.
+func (f Figure) ratioChangeCell() string {
+	if f.Ratio == nil || f.Verdict == NoData {
+		return "-"
+	}
+	return f.cells()[2]
+}
+
+// ratioLevel is a ratio to the other endpoints, with four significant
+// digits: enough that the change between two of them reads to 0.1%.
+func ratioLevel(x float64) string { return fmt.Sprintf("%#.4g", x) }
 
 // pCell is an adjusted p-value's cell: "-" for a figure not tested (a
 // percentile its runs cannot estimate).

@@ -26,9 +26,12 @@ type RunsPlan struct {
 	Runs   int          // baseline runs the spread is estimated from
 	// SD is the standard deviation of a run's ln value (the between-run
 	// spread, a run's sampling included); RunLevelSD is the part beyond
-	// the runs' mean sampling error, √max(0, s² − v̄), where the envelope
-	// holds the runs' intervals (NaN where it does not).
+	// the runs' mean sampling error, √max(0, s² − v̄), v̄ over the runs
+	// whose own interval the envelope holds (NaN when none does).
 	SD, RunLevelSD float64
+	// Missing are the indexes, in the envelope's runs, of the runs with
+	// the figure but without its interval.
+	Missing []int
 	// Rows: per baseline size n, the half-width of the interval of the
 	// baseline's level (ratio − 1) and the minimum detectable change of
 	// compare with CandRuns later runs (80% power).
@@ -56,9 +59,17 @@ func LatencyPlans(env *envelope.Envelope, candRuns int) []RunsPlan {
 	tol := env.Tolerance.Latency()
 	var out []RunsPlan
 	for _, n := range figures.Percentiles() {
-		base, _ := figures.Baseline(env.RunFigures(), figures.Key{Figure: n})
+		runs := env.RunFigures()
+		k := figures.Key{Figure: n}
+		base, _ := figures.Baseline(runs, k)
 		if len(base) < 2 {
 			continue
+		}
+		var missing []int
+		for i := range runs {
+			if v, ok := runs[i].Value(k); ok && v.X > 0 && math.IsNaN(v.LogVar(n)) {
+				missing = append(missing, i)
+			}
 		}
 		logs := make([]float64, len(base))
 		var vsum float64
@@ -71,8 +82,10 @@ func LatencyPlans(env *envelope.Envelope, candRuns int) []RunsPlan {
 			}
 		}
 		_, s2 := stats.MeanVar(logs)
-		p := RunsPlan{Figure: n, Runs: len(logs), SD: math.Sqrt(s2), RunLevelSD: math.NaN(), CandRuns: candRuns, Tolerance: tol}
-		if known == len(logs) {
+		p := RunsPlan{Figure: n, Runs: len(logs), SD: math.Sqrt(s2), RunLevelSD: math.NaN(), Missing: missing, CandRuns: candRuns, Tolerance: tol}
+		if known > 0 {
+			// The runs that keep an interval give the typical sampling
+			// error, as compare's run-level model takes it.
 			p.RunLevelSD = math.Sqrt(math.Max(0, s2-vsum/float64(known)))
 		}
 		for n := PlanMinRuns; n <= PlanMaxRuns; n++ {

@@ -18,6 +18,16 @@ type Change struct {
 	CIHighPct float64 `json:"ci_high_pct"`
 }
 
+// Ratio is an endpoint figure's ratio to the run's other endpoints (its
+// value over their weighted geometric mean, Figure.Against), the
+// geometric mean over the baseline runs and over the candidates: the
+// levels a figure judged against them is judged by, so that its
+// ChangePct is Candidate/Baseline − 1.
+type Ratio struct {
+	Baseline  float64 `json:"baseline"`
+	Candidate float64 `json:"candidate"`
+}
+
 // reference is the fixed mixture of other endpoints an endpoint is
 // judged against.
 type reference struct {
@@ -180,6 +190,7 @@ func (c *comparer) againstOthers(f *Figure, k figures.Key, own []stats.RunValue)
 	f.Method += ", the endpoint's level against " + ref.String() + " run by run"
 	f.Baseline, f.Candidate = geoMeanOf(absBase), geoMeanOf(own)
 	f.Against = ref.String()
+	f.Ratio = &Ratio{Baseline: geoMeanOf(base), Candidate: geoMeanOf(cand)}
 	f.Absolute = &Change{ChangePct: 100 * abs.Change(), CILowPct: 100 * (abs.Low - 1), CIHighPct: 100 * (abs.High - 1)}
 	c.requireAbsolute(f, abs)
 	if !f.beyond && abs.Ratio > 1+c.tol.LatencyRise {

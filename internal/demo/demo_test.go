@@ -83,10 +83,11 @@ func TestSeedFigures(t *testing.T) {
 			t.Errorf("%s = %v (rounded %v), document says %v", tt.name, tt.got, got, tt.want)
 		}
 	}
-	// Every per-run maximum sits above the p99 band; no run failed a request.
+	// Every per-run maximum sits above the p99 band, as a run's slowest
+	// request does, and none is an outlier among the others (2.1–2.8 s).
 	for _, run := range env.Runs {
-		if !run.MaxOutlier {
-			t.Errorf("%s: max %v not flagged above the p99 band", run.Source, run.Max)
+		if run.Max <= env.Latency.P99.Max || run.MaxOutlier {
+			t.Errorf("%s: max %v, p99 band top %v, outlier %v", run.Source, run.Max, env.Latency.P99.Max, run.MaxOutlier)
 		}
 	}
 	if !env.Saturation.BelowSaturation {

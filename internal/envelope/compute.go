@@ -187,9 +187,7 @@ func latencyAndEndpoints(env *Envelope, runs []figures.Run, w *warnings) {
 	for _, m := range missing {
 		w.add("http_req_duration %s", m)
 	}
-	for i := range env.Runs {
-		env.Runs[i].MaxOutlier = env.Latency.P99.N > 0 && env.Runs[i].Max > env.Latency.P99.Max
-	}
+	MaxOutliers(env.Runs)
 	keys := map[string]bool{}
 	for _, r := range runs {
 		for k := range r.Endpoints {

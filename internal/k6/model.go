@@ -36,6 +36,11 @@ const (
 	FormatOTLP            Format = "otlp"             // --out opentelemetry
 )
 
+// Summary says whether a file of format f is a k6 summary: k6's
+// end-of-test figures, without the samples a percentile's interval is
+// taken from.
+func (f Format) Summary() bool { return isSummary(f) }
+
 // Mode says how a run's statistics were produced.
 type Mode string
 

@@ -28,7 +28,7 @@ func TestEnvelopeReportDetails(t *testing.T) {
 		"| 0.14 req/s | 0.24% |",           // throughput std dev
 		"std dev 0.21 iter/s",              // iteration rate std dev
 		"- Max (min / max): 2.14 / 2.79 s", // the list in s ...
-		"| 2.79 s | yes (outlier) |",       // ... and the table too
+		"| 2.79 s | 1.11× |",               // ... and the table too
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q", want)

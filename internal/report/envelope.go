@@ -255,11 +255,10 @@ var envelopeTemplate = sync.OnceValue(func() *template.Template {
 		"thousands": figures.Thousands,
 		"runLabel":  envRunLabel,
 		"ms":        envMS,
-		"seconds":   envSecondsRange,
-		"rare":      func(k int) string { return envRareWord(k, 0) },
 		"list":      envList,
 		"verb":      envVerb,
 		"band":      envBandText,
+		"k6version": envK6Version,
 	}).Parse(envelopeTemplateText))
 })
 
@@ -281,8 +280,12 @@ type envView struct {
 	MDCCell        string
 	MDCSentence    string
 	MDCList        string
-	RunsPlan       string // "### Runs a tight envelope needs" and its table, or ""
-	Outliers       int    // runs whose maximum lies above the p99 band
+	RunsPlan       string   // "### Runs a tight envelope needs" and its table, or ""
+	Outliers       int      // runs whose max is an outlier (envelope.MaxOutliers)
+	MaxFactor      int      // envelope.MaxOutlierFactor
+	MaxVsOthers    []string // each run's max over the other runs' largest, marked when an outlier
+	OutlierRuns    []string // the labels of the runs whose max is an outlier
+	K6Versions     string   // the line under the Sources table on k6's version (envK6Versions)
 	FailedRuns     int
 	Endpoints      []envEndpointView
 	Above, Below   []string // endpoints whose p95 band lies above / not above the aggregate's
@@ -323,6 +326,13 @@ func newEnvView(env *envelope.Envelope, pics map[string]string) *envView {
 	v.MDCSentence = compareMDCSentence(env)
 	v.MDCList = compareMDCList(env)
 	v.RunsPlan = runsPlanSection(env)
+	v.MaxFactor, v.MaxVsOthers = envelope.MaxOutlierFactor, envMaxVsOthers(env)
+	v.K6Versions = envK6Versions(env.Provenance.Sources)
+	for i, r := range env.Runs {
+		if r.MaxOutlier {
+			v.OutlierRuns = append(v.OutlierRuns, v.RunLabels[i])
+		}
+	}
 	for _, r := range env.Runs {
 		if r.Failed > 0 {
 			v.FailedRuns++
@@ -503,14 +513,6 @@ func envMS(v float64, inS bool) string {
 	return envFig(v) + " ms"
 }
 
-// envSecondsRange is "2.1–2.8 s" for the maxima band.
-func envSecondsRange(band envelope.Band) string {
-	if band.Max < 1000 {
-		return envRange(band.Min, band.Max, -1) + " ms"
-	}
-	return envRange(band.Min/1000, band.Max/1000, 1) + " s"
-}
-
 func envOutliers(env *envelope.Envelope) int {
 	k := 0
 	for _, r := range env.Runs {
@@ -521,12 +523,72 @@ func envOutliers(env *envelope.Envelope) int {
 	return k
 }
 
-// envRareWord: one maximum per run is rare among thousands of requests.
-func envRareWord(k, _ int) string {
-	if k == 1 {
-		return "a single"
+// envK6Version is a source's cell in the Sources table's k6 column: the
+// version its file gives, or that the file does not give one.
+func envK6Version(s figures.Source) string {
+	if s.K6Version != "" {
+		return s.K6Version
 	}
-	return "rare"
+	return "not in the file"
+}
+
+// envK6Versions is the line under the Sources table on the k6 that wrote
+// the runs: the versions the files give, with the files that give each,
+// or which formats carry a version when none does.
+func envK6Versions(srcs []figures.Source) string {
+	by := map[string][]string{}
+	var silent []string
+	for _, s := range srcs {
+		if s.K6Version != "" {
+			by[s.K6Version] = append(by[s.K6Version], s.File)
+		} else {
+			silent = append(silent, s.File)
+		}
+	}
+	if len(by) == 0 {
+		return "None of these files gives the k6 version that wrote it: k6 writes its version into the machine-readable summary (`metadata.k6_version`) and into OTLP (`service.version`), not into `--out json` or `--out csv` nor into the legacy summaries (`--summary-export`, `handleSummary`'s data)."
+	}
+	vs := make([]string, 0, len(by))
+	for v := range by {
+		vs = append(vs, v)
+	}
+	sort.Strings(vs)
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("k6 %s (%s)", v, envList(by[v]))
+	}
+	line := "Written by " + strings.Join(parts, "; ") + "."
+	if len(vs) > 1 {
+		line += " The runs were written by different k6 versions."
+	}
+	if len(silent) > 0 {
+		line += " " + envList(silent) + " " + envVerb(len(silent), "does", "do") + " not give a version."
+	}
+	return line
+}
+
+// envMaxVsOthers is each run's max over the largest max of the other
+// runs ("1.15×"), marked "(outlier)" when the envelope marks it; "-"
+// without another run with a max.
+func envMaxVsOthers(env *envelope.Envelope) []string {
+	out := make([]string, len(env.Runs))
+	for i, r := range env.Runs {
+		others := 0.0
+		for j, o := range env.Runs {
+			if j != i {
+				others = max(others, o.Max)
+			}
+		}
+		switch {
+		case !(others > 0) || !(r.Max > 0):
+			out[i] = "-"
+		case r.MaxOutlier:
+			out[i] = fmt.Sprintf("%.2f× (outlier)", r.Max/others)
+		default:
+			out[i] = fmt.Sprintf("%.2f×", r.Max/others)
+		}
+	}
+	return out
 }
 
 func envEndpointNames(env *envelope.Envelope) []string {

@@ -55,10 +55,9 @@ func TestEnvelopeMarkdownGolden(t *testing.T) {
 			e.Name = ""
 			e.Errors.Failed, e.Errors.Rate = 37, 37/float64(e.Errors.Total)
 			e.Runs[1].Failed, e.Runs[3].Failed = 30, 7
-			e.Runs[0].MaxOutlier = true
-			for i := 1; i < len(e.Runs); i++ {
-				e.Runs[i].MaxOutlier = false
-			}
+			// A stall: run-1's slowest request at 6.5 s, the others' at most 2.79 s.
+			e.Runs[0].Max, e.Latency.Max.Max = 6500, 6500
+			envelope.MaxOutliers(e.Runs)
 			e.Throughput.CV = 0.12
 			e.Saturation.BelowSaturation = false
 			e.Saturation.Verdict = "saturated"
@@ -76,9 +75,6 @@ func TestEnvelopeMarkdownGolden(t *testing.T) {
 				ep.P95.Min = 1
 				ep.P95.Max = 2
 				e.Endpoints[k] = ep
-			}
-			for i := range e.Runs {
-				e.Runs[i].MaxOutlier = i < 3
 			}
 		}), nil},
 		{"no-latency", variant(func(e *envelope.Envelope) {

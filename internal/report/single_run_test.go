@@ -35,7 +35,7 @@ func TestEnvelopeReportSingleRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"need at least two runs",
-		"a single maximum (~2.1 s) sits above the aggregate p99 band (931.4 ms)",
+		"| 2.14 s | - |",
 		"| n/a (fewer than 2 runs) |",
 	} {
 		if !strings.Contains(text, want) {
@@ -47,7 +47,7 @@ func TestEnvelopeReportSingleRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := markdown(t, all, nil); !strings.Contains(text, "922.7–937.2") || !strings.Contains(text, "~2.1–2.8 s") {
+	if text := markdown(t, all, nil); !strings.Contains(text, "922.7–937.2") || !strings.Contains(text, "2.14 / 2.79 s") {
 		t.Errorf("five-run report lost its bands")
 	}
 }
