@@ -44,9 +44,12 @@ func RunOverTime(run figures.Run, env *envelope.Envelope, res *compare.Result) (
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Run over time: %s\n\n", mdText(run.Source))
 	b.WriteString(runSummaryLine(run) + "\n\n")
-	if run.Timeline == nil || len(run.Timeline.Bins) == 0 {
+	switch {
+	case run.Workload.Summary:
 		b.WriteString(NoTimelineSentence + "\n\n")
-	} else {
+	case run.Timeline == nil || len(run.Timeline.Bins) == 0:
+		b.WriteString("This run's samples were not read by time, so it cannot be shown over time.\n\n")
+	default:
 		cs := runViewCharts(run, env, res)
 		fmt.Fprintf(&b, "Time bins of %s from the run's first sample%s; the first and the last bin cover only the part of their time the run spans. ",
 			shortDuration(run.Timeline.Width), runWarmupPhrase(run))
