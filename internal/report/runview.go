@@ -22,12 +22,27 @@ const NoTimelineSentence = "This run was read from a summary, which keeps no sam
 // charts carries: one every few bins, so they stay readable.
 const runViewLabels = 8
 
-// runCharts are the charts of one run over time, and their alt texts.
+// runChart is one chart of a run over time and its alt text.
+type runChart struct {
+	Alt string
+	chart.Chart
+}
+
+// runCharts are the charts of one run over time.
 type runCharts struct {
-	Rate, Latency, Failures       chart.Chart
-	RateAlt, LatencyAlt, FailsAlt string
-	// HasFailures: the failures chart is drawn (a bin had a failure).
-	HasFailures bool
+	Rate, Latency runChart
+	// Failures is nil when no request failed or failures per bin are
+	// unknown.
+	Failures *runChart
+}
+
+// list is the charts in the order the section shows them.
+func (cs runCharts) list() []runChart {
+	out := []runChart{cs.Rate, cs.Latency}
+	if cs.Failures != nil {
+		out = append(out, *cs.Failures)
+	}
+	return out
 }
 
 // RunOverTime is the Markdown section showing one run over time, as
@@ -51,24 +66,14 @@ func RunOverTime(run figures.Run, env *envelope.Envelope, res *compare.Result) (
 		b.WriteString("This run's samples were not read by time, so it cannot be shown over time.\n\n")
 	default:
 		cs := runViewCharts(run, env, res)
-		fmt.Fprintf(&b, "Time bins of %s from the run's first sample%s; the first and the last bin cover only the part of their time the run spans. ",
+		fmt.Fprintf(&b, "Time bins of %s from the run's first sample%s; the first and the last bin are cut to the run's span, so each bin's rate is its requests over the time it covers. ",
 			shortDuration(run.Timeline.Width), runWarmupPhrase(run))
 		if env != nil {
 			fmt.Fprintf(&b, "Shaded: the envelope %s's bands across its baseline runs (run-level figures: a bin's figures, from fewer requests, scatter more).", mdText(env.Name))
 		}
 		b.WriteString("\n\n")
-		pics := []struct {
-			alt string
-			c   chart.Chart
-		}{{cs.RateAlt, cs.Rate}, {cs.LatencyAlt, cs.Latency}}
-		if cs.HasFailures {
-			pics = append(pics, struct {
-				alt string
-				c   chart.Chart
-			}{cs.FailsAlt, cs.Failures})
-		}
-		for _, p := range pics {
-			pic, err := chart.InlinePicture(p.alt, p.c)
+		for _, c := range cs.list() {
+			pic, err := chart.InlinePicture(c.Alt, c.Chart)
 			if err != nil {
 				return "", fmt.Errorf("run over time: %s: %w", run.Source, err)
 			}
@@ -125,20 +130,20 @@ func runViewCharts(run figures.Run, env *envelope.Envelope, res *compare.Result)
 	}
 	var cs runCharts
 	const xLabel = "time since the run's first sample (m:ss, bin start)"
-	cs.Rate = chart.Chart{
+	cs.Rate.Alt = fmt.Sprintf("Request rate of %s over time", run.Source)
+	cs.Rate.Chart = chart.Chart{
 		Title:  "Request rate over time: http_reqs per bin" + verdictSuffix(res, figures.RPS),
 		XLabel: xLabel, YLabel: "req/s", Categories: cats,
 		Lines: []chart.Series{{Name: "rate in the bin", Values: rate},
 			{Name: fmt.Sprintf("the run's rate %s req/s", envFig(run.RPS)), Values: mean, Dashed: true}},
 	}
-	cs.RateAlt = fmt.Sprintf("Request rate of %s over time", run.Source)
-	cs.Latency = chart.Chart{
+	cs.Latency.Alt = fmt.Sprintf("Latency percentiles of %s over time", run.Source)
+	cs.Latency.Chart = chart.Chart{
 		Title:  "http_req_duration over time: p50, p95, p99 per bin" + verdictSuffix(res, figures.Median, figures.P95, figures.P99),
 		XLabel: xLabel, YLabel: "ms", Categories: cats,
 		Lines: []chart.Series{{Name: "p50", Values: p50}, {Name: "p95", Values: p95}, {Name: "p99", Values: p99}},
 	}
 	var latencyBands []envelope.Band
-	cs.LatencyAlt = fmt.Sprintf("Latency percentiles of %s over time", run.Source)
 	if env != nil {
 		if t := env.Throughput; t.N > 0 {
 			cs.Rate.Bands = append(cs.Rate.Bands, chart.Band{Name: fmt.Sprintf("envelope band %s req/s", envRange(t.Min, t.Max, -1)), Low: t.Min, High: t.Max})
@@ -163,7 +168,6 @@ func runViewCharts(run figures.Run, env *envelope.Envelope, res *compare.Result)
 		cs.Latency.YLabel = "ms (log scale)"
 	}
 	if run.Timeline.Failures && run.Failed > 0 {
-		cs.HasFailures = true
 		// Points, not a line: failures are rare events, and a line
 		// through the empty bins would read as a trend.
 		at := make([]int, n)
@@ -172,13 +176,13 @@ func runViewCharts(run figures.Run, env *envelope.Envelope, res *compare.Result)
 			at[i] = i
 			runRate[i] = 100 * run.ErrorRate()
 		}
-		cs.Failures = chart.Chart{
+		cs.Failures = &runChart{Alt: fmt.Sprintf("Failed requests of %s over time", run.Source)}
+		cs.Failures.Chart = chart.Chart{
 			Title:  "Failed requests over time: http_req_failed per bin" + verdictSuffix(res, figures.ErrorRate),
 			XLabel: xLabel, YLabel: "% of the bin's requests", Categories: cats,
 			Lines:  []chart.Series{{Name: fmt.Sprintf("the run's failure rate %s", failPct(run.ErrorRate())), Values: runRate, Dashed: true}},
 			Points: []chart.Points{{Name: "failed in the bin", At: at, Values: fails}},
 		}
-		cs.FailsAlt = fmt.Sprintf("Failed requests of %s over time", run.Source)
 	}
 	return cs
 }

@@ -69,16 +69,16 @@ func TestRunViewChartsDrawTheBins(t *testing.T) {
 	bins := c.run.Timeline.Bins
 	cs := runViewCharts(c.run, c.env, c.res)
 	n := len(bins)
-	for _, ch := range []chart.Chart{cs.Rate, cs.Latency, cs.Failures} {
+	if cs.Failures == nil || len(cs.Failures.Points) != 1 {
+		t.Fatalf("a run with %d failures has no failures chart", c.run.Failed)
+	}
+	for _, ch := range cs.list() {
 		if len(ch.Categories) != n {
 			t.Fatalf("%q: %d categories for %d bins", ch.Title, len(ch.Categories), n)
 		}
 		if err := ch.Validate(); err != nil {
 			t.Error(err)
 		}
-	}
-	if !cs.HasFailures || len(cs.Failures.Points) != 1 {
-		t.Fatalf("a run with %d failures has no failures chart", c.run.Failed)
 	}
 	labels := 0
 	for i, b := range bins {
@@ -138,6 +138,12 @@ func TestRunViewChartsDrawTheBins(t *testing.T) {
 				t.Errorf("title %q lacks %q", tc.title, want)
 			}
 		}
+	}
+	// Without a failure: no failures chart.
+	clean := c.run
+	clean.Failed = 0
+	if runViewCharts(clean, c.env, c.res).Failures != nil {
+		t.Error("a failures chart of a run without failures")
 	}
 	// Without an envelope: no bands; without a result: no verdicts.
 	bare := runViewCharts(c.run, nil, nil)
