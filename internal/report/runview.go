@@ -16,7 +16,7 @@ import (
 // NoTimelineSentence is what the single-run view says of a run read
 // from a summary, which holds no sample times.
 const NoTimelineSentence = "This run was read from a summary, which keeps no sample times, so it cannot be shown over time: " +
-	"its point stream (k6 run --out json=run.json) would show its request rate, latency percentiles and failures over time."
+	"its point stream (`k6 run --out json=run.json`) would show its request rate, latency percentiles and failures over time."
 
 // runViewLabels is about how many time labels the X axis of a run's
 // charts carries: one every few bins, so they stay readable.
