@@ -113,6 +113,8 @@ func Read(r *k6.Run, src Source, o ReadOptions) (Run, error) {
 		f.Provenance.TestID = f.Tag("testid")
 	}
 	f.Halves = halves(r.Timeline)
+	f.Timeline = timelineOf(r.Timeline)
+	f.Checks = checksOf(r.Checks)
 	return f, nil
 }
 

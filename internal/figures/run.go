@@ -111,6 +111,11 @@ type Run struct {
 	// Halves compare the run's second half with its first, when its
 	// samples were read by time.
 	Halves *Halves `json:"-" yaml:"-"`
+	// Timeline is the run over time, when its samples were read by
+	// time; nil for summaries.
+	Timeline *Timeline `json:"-" yaml:"-"`
+	// Checks are the run's k6 checks, by name.
+	Checks []Check `json:"-" yaml:"-"`
 }
 
 // Source is where a run's figures came from: the file, its hash and

@@ -31,6 +31,10 @@ func SplitName(name string) (parent string, tags map[string]string) {
 // are measured on.
 const HTTPReqDuration = "http_req_duration"
 
+// HTTPReqFailed is k6's rate of failed requests: one sample a request,
+// 1 when its response was not an expected one, else 0.
+const HTTPReqFailed = "http_req_failed"
+
 // builtin describes k6's built-in metrics, for formats that do not carry
 // types (CSV, summary-export), inputs joined midway without their Metric
 // line, OTLP without units, and to tell a script's custom metrics from
@@ -51,7 +55,7 @@ var builtins = map[string]builtin{
 	"data_sent":                  {Counter, Data},
 	"data_received":              {Counter, Data},
 	"http_reqs":                  {Counter, Default},
-	"http_req_failed":            {Rate, Default},
+	HTTPReqFailed:                {Rate, Default},
 	HTTPReqDuration:              {Trend, Time},
 	"http_req_blocked":           {Trend, Time},
 	"http_req_connecting":        {Trend, Time},

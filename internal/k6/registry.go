@@ -32,7 +32,8 @@ type metricInfo struct {
 	classes   map[string]uint16
 	classList []classInfo
 	needsCls  bool
-	// timeline: the samples also go to the run's Timeline.
+	// timeline: the samples also go to the run's Timeline
+	// (http_req_duration's, and http_req_failed's for its failures).
 	timeline bool
 	// binned: the samples also go to time bins by class, for the
 	// intervals' batches over time and the Timeline.
@@ -97,7 +98,7 @@ func (r *registry) metricFor(name string, defs map[string]*MetricDef) (*metricIn
 		return nil, fmt.Errorf("metric %q has %d sub-metrics; at most 64 are supported", name, len(m.subs))
 	}
 	m.needsCls = m.typ == Trend && (len(m.subs) > 0 || r.opts.GroupBy != "")
-	m.timeline = r.opts.Timeline && name == HTTPReqDuration
+	m.timeline = r.opts.Timeline && (name == HTTPReqDuration || name == HTTPReqFailed)
 	m.binned = m.typ == Trend && (m.timeline || r.opts.IntervalConfidence > 0)
 	m.iterations = name == "iteration_duration" && m.typ == Trend && m.contains == Time
 	r.metrics[name] = m

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/stats"
@@ -167,6 +168,38 @@ func TestTimeline(t *testing.T) {
 	}
 	if r := mustLoad(t, path, LoadOptions{Stats: []string{"count"}}); r.Timeline != nil {
 		t.Error("a timeline without LoadOptions.Timeline")
+	}
+}
+
+// The timeline's failure bins hold every http_req_failed sample once, at
+// the duration bins' width and alignment, their sums the failed
+// requests: on a run whose uploads were answered 503 now and then.
+func TestTimelineFailed(t *testing.T) {
+	path := fixtures.Path(t, "k6/baseline-mix-v2.2.0/regressed-auth-errors.ndjson.gz")
+	r := mustLoad(t, path, LoadOptions{Timeline: true, Stats: []string{"count"}})
+	tl := r.Timeline
+	if tl == nil || len(tl.Failed) == 0 {
+		t.Fatal("no failure bins")
+	}
+	var n uint64
+	var failed float64
+	starts := map[time.Time]bool{}
+	for _, b := range tl.Bins {
+		starts[b.Start] = true
+	}
+	for i, b := range tl.Failed {
+		n += b.Samples.Count()
+		failed += b.Samples.Sum()
+		if b.Start.UnixNano()%int64(tl.Width) != 0 || i > 0 && !b.Start.After(tl.Failed[i-1].Start) || !starts[b.Start] {
+			t.Errorf("failure bin %d at %v, width %v, not a duration bin's start", i, b.Start, tl.Width)
+		}
+	}
+	m := r.Metrics["http_req_failed"]
+	if want := m.Values["passes"] + m.Values["fails"]; float64(n) != want {
+		t.Errorf("%d samples in the failure bins, http_req_failed has %v", n, want)
+	}
+	if want := m.Values["passes"]; failed != want || failed == 0 {
+		t.Errorf("%v failed requests in the failure bins, http_req_failed has %v", failed, want)
 	}
 }
 

@@ -440,15 +440,7 @@ func (l *pointLoad) result() (*Run, error) {
 	}
 	run.TagValues = sh.reg.tagValues()
 	if l.opts.Timeline {
-		if m := sh.reg.metrics[HTTPReqDuration]; m != nil && m.idx < len(bins) {
-			var tl binner
-			for _, b := range bins[m.idx] {
-				if b != nil {
-					tl.merge(b)
-				}
-			}
-			run.Timeline = tl.timeline()
-		}
+		run.Timeline = timelineOf(sh.reg.metrics[HTTPReqDuration], sh.reg.metrics[HTTPReqFailed], bins)
 	}
 	if sh.keepPts {
 		n := 0
@@ -649,6 +641,9 @@ func (w *worker) add(c *chunk, res *chunkResult, metric []byte, ln int, sketch b
 			}
 		}
 	} else {
+		if m.timeline {
+			w.binnerOf(m, s.class).add(w.curT, v)
+		}
 		for len(w.aggs) <= s.id {
 			w.aggs = append(w.aggs, seriesAgg{})
 		}

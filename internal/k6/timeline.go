@@ -32,6 +32,11 @@ type Timeline struct {
 	First, Last time.Time
 	// Bins in time order; a bin without samples is left out.
 	Bins []TimeBin
+	// Failed are the stream's http_req_failed samples in bins of the
+	// same Width and alignment, in time order: a bin's count is the
+	// requests it judged, its sum the failed ones (k6 records 1 for a
+	// failed request, 0 for another). Nil when the stream has none.
+	Failed []TimeBin
 }
 
 // TimeBin is one bin of a Timeline.
@@ -322,6 +327,41 @@ func (b *binner) bytes() int64 {
 		n += int64(sk.Bytes())
 	}
 	return n
+}
+
+// timelineOf is the Timeline of the duration metric's binners (by
+// class), with the failed metric's bins at the same width; nil without
+// duration samples. Either metric may be nil.
+func timelineOf(duration, failed *metricInfo, bins [][]*binner) *Timeline {
+	fold := func(m *metricInfo) *binner {
+		var b binner
+		if m != nil && m.idx < len(bins) {
+			for _, c := range bins[m.idx] {
+				if c != nil {
+					b.merge(c)
+				}
+			}
+		}
+		return &b
+	}
+	d, f := fold(duration), fold(failed)
+	d.flush()
+	f.flush()
+	if len(d.bins) > 0 && len(f.bins) > 0 {
+		for d.width < f.width {
+			d.coarsen()
+		}
+		for f.width < d.width {
+			f.coarsen()
+		}
+	}
+	t := d.timeline()
+	if t != nil {
+		if ft := f.timeline(); ft != nil {
+			t.Failed = ft.Bins
+		}
+	}
+	return t
 }
 
 // timeline is the bins in time order; nil without samples.
