@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
@@ -228,6 +230,69 @@ func TestThresholdsAreTheAlerts(t *testing.T) {
 		}
 		if math.Abs(c.band-c.want) < 1e-9 {
 			t.Errorf("%s: band edge and alert coincide at %v: the test cannot tell them apart", name, c.want)
+		}
+	}
+}
+
+// The Runs table colours p95 and p99 red as a share of the latency
+// alert's threshold, the exporter's threshold gauge of that percentile,
+// never of the band's top.
+func TestRunsTableRedAtTheAlert(t *testing.T) {
+	runs := built(t, Options{})["runs.json"]
+	var table map[string]any
+	for _, p := range panels(runs) {
+		if p["title"] == "Runs compared" {
+			table = p
+		}
+	}
+	if table == nil {
+		t.Fatal("no Runs compared table")
+	}
+	exprs := map[string]string{}
+	for _, q := range table["targets"].([]any) {
+		qm := q.(map[string]any)
+		exprs[qm["refId"].(string)] = qm["expr"].(string)
+	}
+	cols := map[string]string{"p95 / alert threshold": "95", "p99 / alert threshold": "99"}
+	refs := map[string]string{"p95 / alert threshold": "G", "p99 / alert threshold": "H"}
+	for _, tr := range table["transformations"].([]any) {
+		tm := tr.(map[string]any)
+		if tm["id"] != "organize" {
+			continue
+		}
+		for ref, name := range tm["options"].(map[string]any)["renameByName"].(map[string]any) {
+			if _, ok := cols[name.(string)]; ok && ref != "Value #"+refs[name.(string)] {
+				t.Errorf("column %q is %s, want Value #%s", name, ref, refs[name.(string)])
+			}
+		}
+	}
+	for col, pct := range cols {
+		e := exprs[refs[col]]
+		want := fmt.Sprintf(`scalar(max(%s{`, catalogue.EnvelopeLatencyThreshold.Name)
+		if !strings.Contains(e, want) || !strings.Contains(e, fmt.Sprintf(`percentile=%q`, pct)) || strings.Contains(e, catalogue.EnvelopeLatencyMax.Name) {
+			t.Errorf("%s: %s, want a share of the p%s threshold gauge", col, e, pct)
+		}
+		red := false
+		for _, o := range table["fieldConfig"].(map[string]any)["overrides"].([]any) {
+			om := o.(map[string]any)
+			if om["matcher"].(map[string]any)["options"] != col {
+				continue
+			}
+			for _, prop := range om["properties"].([]any) {
+				pm := prop.(map[string]any)
+				if pm["id"] != "thresholds" {
+					continue
+				}
+				for _, st := range pm["value"].(map[string]any)["steps"].([]any) {
+					sm := st.(map[string]any)
+					if sm["color"] == alertColor && sm["value"] == 1.0 {
+						red = true
+					}
+				}
+			}
+		}
+		if !red {
+			t.Errorf("%s: not red from 100%%", col)
 		}
 	}
 }
