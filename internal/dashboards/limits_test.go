@@ -296,3 +296,51 @@ func TestRunsTableRedAtTheAlert(t *testing.T) {
 		}
 	}
 }
+
+// The ECS panels turn red where the generated ECS alerts fire: the
+// saturation ratio of the limits, and the CPU seconds per request above
+// the band; the band tops are neutral lines.
+func TestECSThresholdsAreTheAlerts(t *testing.T) {
+	env := e2eEnvelope()
+	env.ECS = &envelope.ECS{TaskCPUUnits: 1024, TaskMemoryMiB: 2048, Tasks: 2,
+		CPUUtilisation: envelope.Band{Min: 0.3, Max: 0.5, N: 3}, MemoryUtilisation: envelope.Band{Min: 0.4, Max: 0.45, N: 3},
+		CPUSecondsPerRequest: envelope.Band{Min: 0.001, Max: 0.002, N: 3}}
+	rf, _, err := rules.Generate(env, rules.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	limitRE := regexp.MustCompile(`>=? ([0-9.e-]+)`)
+	alert := map[string]float64{}
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			if m := limitRE.FindStringSubmatch(r.Expr); m != nil && (r.Alert == rules.AlertECSCPUSaturated || r.Alert == rules.AlertECSMemoryNearLimit || r.Alert == rules.AlertECSCPUPerRequestHigh) {
+				v, err := strconv.ParseFloat(m[1], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				alert[r.Alert] = v
+			}
+		}
+	}
+	ecs := built(t, Options{Envelope: env})["ecs.json"]
+	for _, c := range []struct {
+		title, alert string
+		band         float64
+	}{
+		{"Task CPU utilisation of the limit", rules.AlertECSCPUSaturated, env.ECS.CPUUtilisation.Max},
+		{"Task memory utilisation of the limit", rules.AlertECSMemoryNearLimit, env.ECS.MemoryUtilisation.Max},
+		{"CPU seconds per request", rules.AlertECSCPUPerRequestHigh, env.ECS.CPUSecondsPerRequest.Max},
+	} {
+		want, ok := alert[c.alert]
+		if !ok {
+			t.Fatalf("no %s alert generated", c.alert)
+		}
+		s := panelSteps(t, ecs, "timeseries", c.title)
+		if got, ok := s.redAt(false); !ok || got != want {
+			t.Errorf("%s: red at %v (%v), want the %s alert's %v; steps %+v", c.title, got, ok, c.alert, want, s)
+		}
+		if got := s.colorAt(c.band); got == alertColor || got == "transparent" {
+			t.Errorf("%s: the band top %v is %s, want a neutral line", c.title, c.band, got)
+		}
+	}
+}
