@@ -121,6 +121,13 @@ const imagesJS = `Array.from(document.querySelectorAll('img, svg')).filter(e => 
   };
 })`
 
+// settleJS waits until every image has decoded (or failed to) and two
+// frames have been drawn, so a screenshot shows the page as a reader
+// sees it, also after a colour-scheme change swaps a <picture>'s source.
+const settleJS = `Promise.all(Array.from(document.images).map(i => i.decode().catch(() => null)))
+  .then(() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))))
+  .then(() => true)`
+
 // Inspect opens the HTML file at htmlPath in a fresh headless Chromium
 // and reports what happened, without judging it. It fails when no
 // browser is found (ErrNoBrowser), when the browser does not start, or
@@ -196,27 +203,45 @@ func Inspect(ctx context.Context, htmlPath string, o Options) (Result, error) {
 		_, err := cdp.Call(ctx, t, log.Enable, cdp.Empty{})
 		return err
 	})
-	if err := chromedp.Do(bctx, enable, chromedp.EmulateViewport(int64(w), int64(h)), scheme("light"), chromedp.Navigate(page)); err != nil {
+	if err := chromedp.Do(bctx, enable, chromedp.EmulateViewport(int64(w), int64(h)), chromedp.Navigate(page)); err != nil {
 		return Result{}, fmt.Errorf("opening %s: %w", htmlPath, started(err, &out))
 	}
-	images, err := chromedp.Run(bctx, chromedp.Evaluate[[]Image](imagesJS))
+	// The images, settled, and a screenshot in each scheme; the dark
+	// scheme may swap a <picture>'s source, so its images are listed
+	// again and those it changed are added.
+	shot := func(name string) ([]Image, []byte, error) {
+		if err := chromedp.Do(bctx, scheme(name)); err != nil {
+			return nil, nil, fmt.Errorf("%s: %s scheme: %w", htmlPath, name, err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](settleJS, chromedp.EvalAwaitPromise)); err != nil {
+			return nil, nil, fmt.Errorf("%s: waiting for the images (%s): %w", htmlPath, name, err)
+		}
+		images, err := chromedp.Run(bctx, chromedp.Evaluate[[]Image](imagesJS))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: listing images (%s): %w", htmlPath, name, err)
+		}
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %s screenshot: %w", htmlPath, name, err)
+		}
+		return images, png, nil
+	}
+	images, light, err := shot("light")
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: listing images: %w", htmlPath, err)
+		return Result{}, err
 	}
 	text, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: reading the text: %w", htmlPath, err)
 	}
-	light, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	darkImages, dark, err := shot("dark")
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: light screenshot: %w", htmlPath, err)
+		return Result{}, err
 	}
-	if err := chromedp.Do(bctx, scheme("dark")); err != nil {
-		return Result{}, fmt.Errorf("%s: dark scheme: %w", htmlPath, err)
-	}
-	dark, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		return Result{}, fmt.Errorf("%s: dark screenshot: %w", htmlPath, err)
+	for i, im := range darkImages {
+		if i >= len(images) || im.Src != images[i].Src {
+			images = append(images, im)
+		}
 	}
 
 	mu.Lock()

@@ -19,10 +19,15 @@ import (
 
 // dataPNG is a 40x20 PNG with a diagonal, as a data: URI.
 func dataPNG(t *testing.T) string {
+	return linePNG(t, color.NRGBA{R: 200, G: 40, B: 40, A: 255})
+}
+
+// linePNG is a 40x20 PNG with a diagonal of colour c, as a data: URI.
+func linePNG(t *testing.T, c color.NRGBA) string {
 	t.Helper()
 	img := image.NewNRGBA(image.Rect(0, 0, 40, 20))
 	for x := range 40 {
-		img.Set(x, x/2, color.NRGBA{R: 200, G: 40, B: 40, A: 255})
+		img.Set(x, x/2, c)
 	}
 	var b bytes.Buffer
 	if err := png.Encode(&b, img); err != nil {
@@ -66,21 +71,36 @@ func inspect(t *testing.T, path string) Result {
 
 const text = "<h1>Verdict: within the envelope</h1><p>Throughput 56.1 req/s, p95 405 ms.</p>"
 
-// A self-contained page with a verdict, an inline PNG, an inline SVG and
-// both colour schemes passes, and Check writes its screenshots.
+// picture is a chart as the pages inline it: a <picture> whose source
+// follows the colour scheme.
+func picture(light, dark string) string {
+	return `<picture><source media="(prefers-color-scheme: dark)" srcset="` + dark + `"><img alt="chart" src="` + light + `" width="200" height="100"></picture>`
+}
+
+// A self-contained page with a verdict, an inline PNG, a <picture> with
+// a source per scheme, an inline SVG and both colour schemes passes, and
+// Check writes its screenshots.
 func TestGoodPagePasses(t *testing.T) {
-	p := page(t, schemes, text+`<img alt="chart" src="`+dataPNG(t)+`" width="200" height="100">`+
+	dark := linePNG(t, color.NRGBA{R: 240, G: 240, B: 100, A: 255})
+	p := page(t, schemes, text+`<img alt="chart" src="`+dataPNG(t)+`" width="200" height="100">`+picture(dataPNG(t), dark)+
 		`<svg width="120" height="60" viewBox="0 0 120 60"><rect x="10" y="10" width="100" height="40" fill="steelblue"/></svg>`)
 	dir := t.TempDir()
 	r := Check(t, p, Options{Texts: []string{"Verdict: within the envelope", "56.1 req/s"}, ScreenshotDir: dir, Name: "good"})
-	if len(r.Images) != 2 {
-		t.Fatalf("images %+v, want the img and the svg", r.Images)
+	// The img, the picture's light img, the svg, then the picture's
+	// dark source.
+	if len(r.Images) != 4 {
+		t.Fatalf("images %+v, want the img, the picture in each scheme and the svg", r.Images)
 	}
-	im := r.Images[0]
-	if im.NaturalWidth != 40 || im.NaturalHeight != 20 || im.Width != 200 || im.Height != 100 || !im.Complete {
-		t.Errorf("img %+v, want natural 40x20 drawn at 200x100", im)
+	for _, i := range []int{0, 1, 3} {
+		im := r.Images[i]
+		if im.NaturalWidth != 40 || im.NaturalHeight != 20 || im.Width != 200 || im.Height != 100 || !im.Complete {
+			t.Errorf("img %d %+v, want natural 40x20 drawn at 200x100", i, im)
+		}
 	}
-	if sv := r.Images[1]; sv.Src != "svg" || sv.Width != 120 || sv.Height != 60 {
+	if r.Images[3].Src != dark {
+		t.Errorf("the dark scheme's picture shows %s, want its dark source", short(r.Images[3].Src))
+	}
+	if sv := r.Images[2]; sv.Src != "svg" || sv.Width != 120 || sv.Height != 60 {
 		t.Errorf("svg %+v, want 120x60", sv)
 	}
 	for _, s := range []string{"light", "dark"} {
@@ -126,6 +146,7 @@ func TestDefectsDetected(t *testing.T) {
 		{"external stylesheet", schemes + `<link rel="stylesheet" href="https://example.com/s.css">`, text, nil, "request beyond the file: https://example.com/s.css"},
 		{"external script", schemes + `<script src="https://example.com/s.js"></script>`, text, nil, "request beyond the file: https://example.com/s.js"},
 		{"broken image", schemes, text + `<img alt="x" src="data:image/png;base64,AAAAAAAAAAAA" width="50" height="50">`, nil, "image not decoded"},
+		{"broken dark source", schemes, text + picture(dataPNG(t), "data:image/png;base64,AAAAAAAAAAAA"), nil, "image not decoded"},
 		{"blank page", "", "", nil, "light screenshot is blank"},
 		{"no dark scheme", "", text, nil, "the light and dark screenshots are the same"},
 		{"missing verdict", schemes, text, []string{"Verdict: outside the envelope"}, `text "Verdict: outside the envelope" is not on the page`},
