@@ -31,8 +31,8 @@ import (
 type Options struct {
 	Texts         []string // must appear in the page's visible text (e.g. the verdict)
 	ScreenshotDir string   // if set, write <Name>-light.png and <Name>-dark.png there
-	Name          string
-	Width, Height int // viewport; 0 gives 1280x900
+	Name          string   // "" names the screenshots after the file (report.html: report-light.png)
+	Width, Height int      // viewport; 0 gives 1280x900
 }
 
 // Result is what the browser did with a page.
@@ -255,7 +255,11 @@ func Inspect(ctx context.Context, htmlPath string, o Options) (Result, error) {
 	}
 	mu.Unlock()
 	if o.ScreenshotDir != "" {
-		if err := writeScreenshots(o.ScreenshotDir, o.Name, res); err != nil {
+		name := o.Name
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+		}
+		if err := writeScreenshots(o.ScreenshotDir, name, res); err != nil {
 			return res, err
 		}
 	}
@@ -270,9 +274,6 @@ func isPage(raw, abs string) bool {
 
 // writeScreenshots writes <name>-light.png and <name>-dark.png into dir.
 func writeScreenshots(dir, name string, r Result) error {
-	if name == "" {
-		return errors.New("screenshots: Options.Name is empty")
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

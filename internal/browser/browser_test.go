@@ -225,3 +225,15 @@ func TestCheckWithoutAWorkingBrowser(t *testing.T) {
 		}
 	}
 }
+
+// Without a name, the screenshots are named after the page's file.
+func TestScreenshotsNamedAfterTheFile(t *testing.T) {
+	p := page(t, schemes, text)
+	dir := t.TempDir()
+	Check(t, p, Options{ScreenshotDir: dir})
+	for _, s := range []string{"page-light.png", "page-dark.png"} {
+		if _, err := os.Stat(filepath.Join(dir, s)); err != nil {
+			t.Error(err)
+		}
+	}
+}
