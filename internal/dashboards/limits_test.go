@@ -232,6 +232,33 @@ func TestThresholdsAreTheAlerts(t *testing.T) {
 			t.Errorf("%s: band edge and alert coincide at %v: the test cannot tell them apart", name, c.want)
 		}
 	}
+	// No step of any panel is red or orange at a band edge.
+	edges := []float64{env.Throughput.Min, env.Throughput.Max}
+	for _, b := range []envelope.Band{env.Latency.Median, env.Latency.P95, env.Latency.P99} {
+		edges = append(edges, envelope.Seconds(b.Min), envelope.Seconds(b.Max))
+	}
+	for file, m := range dbs {
+		for _, p := range panels(m) {
+			fc, _ := p["fieldConfig"].(map[string]any)
+			def, _ := fc["defaults"].(map[string]any)
+			th, _ := def["thresholds"].(map[string]any)
+			if th == nil {
+				continue
+			}
+			for _, st := range th["steps"].([]any) {
+				sm := st.(map[string]any)
+				v, ok := sm["value"].(float64)
+				if !ok || (sm["color"] != alertColor && sm["color"] != "orange") {
+					continue
+				}
+				for _, e := range edges {
+					if math.Abs(v-e) < 1e-9 {
+						t.Errorf("%s %q: %s at the band edge %v", file, p["title"], sm["color"], e)
+					}
+				}
+			}
+		}
+	}
 }
 
 // The Runs table colours p95 and p99 red as a share of the latency

@@ -214,7 +214,9 @@ func overviewAlerts(b *board, o Options) {
 			{Expr: fmt.Sprintf(`%s{envelope="$envelope", testid=~"$testid"}`, catalogue.RecLatencyP95VsEnvelope), Legend: "{{testid}} p95 / band max"},
 		},
 	})
-	r.Thresholds(thresholds("transparent", at(1.0, "orange"))).ThresholdsStyle(lineThresholds())
+	// 100% is the envelope itself (its mean throughput, the top of its p95
+	// band): a neutral line, since the alerts fire further out.
+	r.Thresholds(thresholds("transparent", at(1.0, bandColor))).ThresholdsStyle(lineThresholds())
 }
 
 // Band series names, styled by bandOverrides.
