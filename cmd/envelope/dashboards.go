@@ -14,8 +14,8 @@ import (
 
 // dashboardsCommand adds `envelope dashboards`.
 func (c *cli) dashboardsCommand(app *kingpin.Application) {
-	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health over Prometheus; Run history over a PostgreSQL run history) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed threshold lines at its band edges.")
-	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose band edges become fixed thresholds, and the band of the Run history dashboard.").String()
+	cmd := app.Command("dashboards", "Write the Grafana dashboards (Overview, Endpoints, Runs, ECS, Exporter health over Prometheus; Run history over a PostgreSQL run history) as JSON. Envelope bands come from the exporter's envelope gauges; --envelope adds fixed thresholds: red where its alert rules fire, a neutral marker at its band edges.")
+	envPath := cmd.Flag("envelope", "Envelope file (YAML or JSON) whose alert thresholds and band edges become fixed thresholds, and the band of the Run history dashboard.").String()
 	out := cmd.Flag("out", "Folder to write the dashboard JSON files into.").Default("dashboards").String()
 	cmd.Action(c.Action(func() error {
 		var opts dashboards.Options
@@ -38,7 +38,8 @@ func (c *cli) dashboardsCommand(app *kingpin.Application) {
 }
 
 // demoDashboards writes the dashboards; they carry the demo envelope's
-// band edges as fixed thresholds when the baseline step wrote it.
+// alert thresholds and band edges as fixed thresholds when the baseline
+// step wrote it.
 func demoDashboards(_ context.Context, d *demoEnv) error {
 	var opts dashboards.Options
 	what := "envelope bands from the exporter's gauges"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
+	"github.com/envelope-dev/envelope/internal/rules"
 )
 
 // `envelope dashboards` writes the same files go generate commits.
@@ -37,13 +39,15 @@ func TestDashboardsCommand(t *testing.T) {
 	}
 }
 
-// --envelope adds the envelope's band edges as thresholds; a bad path is
-// a usage error naming the file.
+// --envelope adds the thresholds of the alert rules generated from the
+// envelope and its band edges; a bad path is a usage error naming the
+// file.
 func TestDashboardsCommandEnvelope(t *testing.T) {
 	dir := t.TempDir()
 	env := &envelope.Envelope{APIVersion: envelope.APIVersion, Kind: envelope.Kind, Name: "t",
 		Throughput: envelope.Spread{N: 3, Mean: 56.1, Min: 55.97, Max: 56.28},
 		Latency:    envelope.Latency{P95: envelope.Band{Min: 357.7, Max: 405.3, N: 3}, P99: envelope.Band{Min: 922.7, Max: 937.2, N: 3}},
+		Errors:     envelope.Errors{Total: 20000},
 		Tolerance:  figures.DefaultTolerance()}
 	path := filepath.Join(dir, "envelope.json")
 	b, err := envelope.Marshal(env, envelope.JSON)
@@ -61,7 +65,16 @@ func TestDashboardsCommandEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"value": 0.4053`, `"value": 0.9372`, `"value": 55.97`} {
+	cal, err := rules.Calibrate(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p95, ok := cal.Latency[0], cal.Latency[0].Quantile == 0.95
+	if !ok {
+		t.Fatalf("first calibrated latency test is p%g", cal.Latency[0].Quantile*100)
+	}
+	for _, want := range []string{`"value": 0.4053`, `"value": 0.9372`, `"value": 55.97`,
+		fmt.Sprintf(`"value": %v`, cal.Throughput.Floor), fmt.Sprintf(`"value": %v`, p95.Threshold)} {
 		if !bytes.Contains(ov, []byte(want)) {
 			t.Errorf("overview.json lacks threshold %s", want)
 		}

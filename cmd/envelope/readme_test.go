@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,5 +368,51 @@ func TestReadmeBinarySizesSayWhichBuild(t *testing.T) {
 	}
 	if n < 3 {
 		t.Errorf("found %d binary sizes in the README, want the image's and the full build's", n)
+	}
+}
+
+// The README's dashboards section counts and names the dashboards
+// `envelope dashboards` writes.
+func TestReadmeDashboardCount(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Grafana dashboards\n")
+	if !ok {
+		t.Fatal("README has no \"Grafana dashboards\" section")
+	}
+	if i := strings.Index(sec, "\n## "); i >= 0 {
+		sec = sec[:i]
+	}
+	out := t.TempDir()
+	code, so, se := cmdlinetest.Capture(runCLI, "dashboards", "--out", out)
+	if code != 0 {
+		t.Fatalf("envelope dashboards: exit %d\n%s%s", code, so, se)
+	}
+	var titles []string
+	for _, p := range strings.Fields(so) {
+		var d struct{ Title string }
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		titles = append(titles, strings.TrimPrefix(d.Title, "Envelope / "))
+	}
+	words := []string{"", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine"}
+	if len(titles) >= len(words) {
+		t.Fatalf("%d dashboards: extend the number words", len(titles))
+	}
+	if first := strings.Fields(strings.TrimSpace(sec))[0]; first != words[len(titles)] {
+		t.Errorf("README: %q dashboards, `envelope dashboards` writes %d: %v", first, len(titles), titles)
+	}
+	flat := strings.Join(strings.Fields(sec), " ")
+	for _, title := range titles {
+		if !strings.Contains(flat, title) {
+			t.Errorf("README's dashboards section does not name %q", title)
+		}
 	}
 }

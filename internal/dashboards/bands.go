@@ -27,9 +27,23 @@ func percentileLabel(q float64) string { return ftoa(q * 100) }
 // latencyBand is the overall http_req_duration band of one percentile
 // (0.5, 0.95 or 0.99): the gauges without an endpoint.
 func latencyBand(q float64) (string, string) {
-	m := fmt.Sprintf(`{%s, metric=%q, endpoint="", percentile=%q}`, envelopeMatcher, catalogue.HTTPReqDuration.Name, percentileLabel(q))
+	m := overallLatency(q)
 	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMin.Name, m),
 		fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyMax.Name, m)
+}
+
+// latencyThreshold is the overall latency alert's threshold of one
+// percentile: the band's top raised by the latency tolerance, the bucket
+// bound the generated alert reads (the exporter and the rules both take
+// it from envelope.Threshold).
+func latencyThreshold(q float64) string {
+	return fmt.Sprintf("max(%s%s)", catalogue.EnvelopeLatencyThreshold.Name, overallLatency(q))
+}
+
+// overallLatency matches the envelope gauges of one percentile of
+// http_req_duration over all endpoints.
+func overallLatency(q float64) string {
+	return fmt.Sprintf(`{%s, metric=%q, endpoint="", percentile=%q}`, envelopeMatcher, catalogue.HTTPReqDuration.Name, percentileLabel(q))
 }
 
 // endpointBand is the band of one percentile per endpoint whose envelope

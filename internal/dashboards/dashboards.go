@@ -35,10 +35,14 @@ import (
 
 // Options tune the generated dashboards.
 type Options struct {
-	// Envelope, when set, adds fixed threshold lines at its band edges and
-	// panels for its custom trend endpoints. The bands themselves come
-	// from the exporter's envelope gauges either way.
+	// Envelope, when set, adds fixed thresholds: red where the alert
+	// rules generated from it fire (rules.Calibrate), a neutral marker at
+	// its band edges. The bands themselves come from the exporter's
+	// envelope gauges either way.
 	Envelope *envelope.Envelope
+
+	// limits are Envelope's alert thresholds, calibrated once by Build.
+	limits *limits
 }
 
 // Dashboard is one generated dashboard.
@@ -103,6 +107,11 @@ func specs() []spec {
 
 // Build returns every dashboard, in a fixed order.
 func Build(opts Options) ([]Dashboard, error) {
+	l, err := newLimits(opts.Envelope)
+	if err != nil {
+		return nil, err
+	}
+	opts.limits = l
 	var out []Dashboard
 	for _, s := range specs() {
 		d, err := buildOne(s, opts)

@@ -7,6 +7,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	c "github.com/envelope-dev/envelope/internal/catalogue"
+	"github.com/envelope-dev/envelope/internal/rules"
 )
 
 // ecs: the service under test on ECS. Task-level series carry only the
@@ -38,13 +39,14 @@ func ecsTasks(b *board, o Options) {
 		Unit:    units.PercentUnit,
 		Targets: []target{{Expr: ecsTaskMem, Legend: "{{instance}}"}},
 	})
+	// Red where the saturation alerts fire, the envelope's band top a
+	// neutral line.
+	var cpuMax, memMax float64
 	if e := o.Envelope; e != nil && e.ECS != nil {
-		cpu.Thresholds(thresholds("transparent", at(e.ECS.CPUUtilisation.Max, "orange"), at(0.9, "red"))).ThresholdsStyle(lineThresholds())
-		mem.Thresholds(thresholds("transparent", at(e.ECS.MemoryUtilisation.Max, "orange"), at(0.9, "red"))).ThresholdsStyle(lineThresholds())
-	} else {
-		cpu.Thresholds(thresholds("transparent", at(0.9, "red"))).ThresholdsStyle(lineThresholds())
-		mem.Thresholds(thresholds("transparent", at(0.9, "red"))).ThresholdsStyle(lineThresholds())
+		cpuMax, memMax = e.ECS.CPUUtilisation.Max, e.ECS.MemoryUtilisation.Max
 	}
+	cpu.Thresholds(ceilingThresholds(rules.ECSSaturationRatio, cpuMax, seriesPanel)).ThresholdsStyle(lineThresholds())
+	mem.Thresholds(ceilingThresholds(rules.ECSSaturationRatio, memMax, seriesPanel)).ThresholdsStyle(lineThresholds())
 	b.timeseries(12, 8, panelSpec{
 		Title: "Container CPU against its share",
 		Desc:  "vCPUs used per container, with each container's configured CPU (a cpu.shares weight, not a cap) dashed.",
@@ -102,8 +104,10 @@ func ecsSaturation(b *board, o Options) {
 		Targets: []target{{Expr: fmt.Sprintf("sum (rate(%s[$__rate_interval])) / %s",
 			c.ECSContainerCPUUsage.Name, rate(c.HTTPReqs, nil)), Legend: "CPU s / request"}},
 	})
-	if e := o.Envelope; e != nil && e.ECS != nil && e.ECS.CPUSecondsPerRequest.Max > 0 {
-		perReq.Thresholds(thresholds("transparent", at(e.ECS.CPUSecondsPerRequest.Max, "red"))).ThresholdsStyle(lineThresholds())
+	if e := o.Envelope; e != nil {
+		if limit, ok := rules.ECSCPUPerRequestLimit(e.ECS); ok {
+			perReq.Thresholds(ceilingThresholds(limit, e.ECS.CPUSecondsPerRequest.Max, seriesPanel)).ThresholdsStyle(lineThresholds())
+		}
 	}
 	b.timeseries(8, 8, panelSpec{
 		Title: "Throughput against CPU",

@@ -31,7 +31,7 @@ func endpoints(b *board, o Options) {
 		Desc:    "Failed over all requests per endpoint (http_req_failed), from summed counters.",
 		Unit:    units.PercentUnit,
 		Targets: []target{{Expr: errorRatio(byEndpoint, "$__rate_interval", endpointMatcher), Legend: "{{name}}"}},
-	}).Thresholds(thresholds("transparent", at(errorLimit(o), "red"))).ThresholdsStyle(lineThresholds())
+	}).Thresholds(ceilingThresholds(o.limits.errorRatio(), 0, seriesPanel)).ThresholdsStyle(lineThresholds())
 	labelSeries(p, o)
 
 	b.row("Latency")

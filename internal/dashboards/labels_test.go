@@ -11,11 +11,13 @@ import (
 // endpoint series on the Endpoints dashboard; without labels nothing
 // changes.
 func TestEndpointLabelsRenameSeries(t *testing.T) {
-	env := &envelope.Envelope{Endpoints: map[string]envelope.Endpoint{
-		"auth_login": {Metric: "auth_login", Label: "Auth login (Cognito)"},
-		"docs":       {Tag: "name", Value: "POST /documents", Label: "Document upload"},
-		"actor_get":  {Metric: "actor_get"},
-	}}
+	p95 := envelope.Band{Min: 10, Max: 20}
+	env := testEnvelope()
+	env.Endpoints = map[string]envelope.Endpoint{
+		"auth_login": {Metric: "auth_login", Label: "Auth login (Cognito)", P95: p95},
+		"docs":       {Tag: "name", Value: "POST /documents", Label: "Document upload", P95: p95},
+		"actor_get":  {Metric: "actor_get", P95: p95},
+	}
 	endpointsJSON := func(o Options) string {
 		ds, err := Build(o)
 		if err != nil {
@@ -42,8 +44,10 @@ func TestEndpointLabelsRenameSeries(t *testing.T) {
 	if strings.Contains(got, `"actor_get"`) {
 		t.Error("an endpoint without a label got an override")
 	}
-	env.Endpoints = map[string]envelope.Endpoint{"actor_get": {Metric: "actor_get"}}
-	if a, b := endpointsJSON(Options{Envelope: env}), endpointsJSON(Options{Envelope: &envelope.Envelope{}}); a != b {
+	env.Endpoints = map[string]envelope.Endpoint{"actor_get": {Metric: "actor_get", P95: p95}}
+	bare := testEnvelope()
+	bare.Endpoints = nil
+	if a, b := endpointsJSON(Options{Envelope: env}), endpointsJSON(Options{Envelope: bare}); a != b {
 		t.Error("an envelope without labels changed the dashboard")
 	}
 }

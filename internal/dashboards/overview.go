@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
+	"github.com/envelope-dev/envelope/internal/rules"
 )
 
 var byTestID = []string{"testid"}
@@ -30,24 +31,23 @@ func overviewNow(b *board, o Options) {
 		Unit:    units.RequestsPerSecond,
 		Targets: []target{{Expr: rate(reqs, nil), Legend: "req/s"}},
 	})
-	if e := o.Envelope; e != nil && e.Throughput.Min > 0 {
-		// Red below the envelope's lowest run, green inside the band.
-		tp.Thresholds(thresholds("red", at(e.Throughput.Min, "green")))
+	if floor, bandMin, ok := o.limits.throughput(); ok {
+		tp.Thresholds(floorThresholds(floor, bandMin, statPanel))
 	}
 	b.stat(4, 4, "lastNotNull", panelSpec{
 		Title:   "Error ratio",
-		Desc:    "Failed requests over all requests (http_req_failed), from summed counters. Any failure is red when the envelope holds zero errors.",
+		Desc:    "Failed requests over all requests (http_req_failed), from summed counters. Red at the ratio the error alert fires at: any failure when the envelope holds zero errors.",
 		Unit:    units.PercentUnit,
 		Targets: []target{{Expr: errorRatio(nil, "$__rate_interval"), Legend: "failed"}},
-	}).Thresholds(thresholds("green", at(errorLimit(o), "red"))).Decimals(3)
+	}).Thresholds(ceilingThresholds(o.limits.errorRatio(), 0, statPanel)).Decimals(3)
 	p95 := b.stat(4, 4, "lastNotNull", panelSpec{
 		Title:   "p95 latency",
 		Desc:    "95th percentile of http_req_duration from the summed native histogram rate (classic buckets as fallback); never an average of per-series quantiles.",
 		Unit:    units.Seconds,
 		Targets: []target{{Expr: quantile(0.95, catalogue.HTTPReqDuration, nil, "$__rate_interval"), Legend: "p95"}},
 	})
-	if e := o.Envelope; e != nil && e.Latency.P95.Max > 0 {
-		p95.Thresholds(thresholds("green", at(e.Latency.P95.Max/1000, "red")))
+	if threshold, bandMax, ok := o.limits.latency(0.95); ok {
+		p95.Thresholds(ceilingThresholds(threshold, bandMax, statPanel))
 	}
 	b.stat(4, 4, "lastNotNull", panelSpec{
 		Title:   "VUs",
@@ -83,8 +83,8 @@ func overviewThroughput(b *board, o Options) {
 			tpLo, tpHi),
 	})
 	bandOverrides(p, bandLower, bandUpper, "green")
-	if e := o.Envelope; e != nil && e.Throughput.Min > 0 {
-		p.Thresholds(thresholds("transparent", at(e.Throughput.Min, "red"))).ThresholdsStyle(lineThresholds())
+	if floor, bandMin, ok := o.limits.throughput(); ok {
+		p.Thresholds(floorThresholds(floor, bandMin, seriesPanel)).ThresholdsStyle(lineThresholds())
 	}
 	b.timeseries(12, 9, panelSpec{
 		Title: "Iteration rate",
@@ -109,7 +109,7 @@ func overviewErrorsAndLoad(b *board, o Options) {
 			{Expr: errorBudget(), Legend: "error budget"},
 		},
 	})
-	er.Thresholds(thresholds("transparent", at(errorLimit(o), "red"))).ThresholdsStyle(lineThresholds())
+	er.Thresholds(ceilingThresholds(o.limits.errorRatio(), 0, seriesPanel)).ThresholdsStyle(lineThresholds())
 	fixedColor(er, "error budget", "red")
 	b.timeseries(8, 8, panelSpec{
 		Title: "Virtual users",
@@ -138,14 +138,8 @@ func overviewLatency(b *board, o Options) {
 	for _, q := range []struct {
 		q    float64
 		name string
-		band func() (string, string)
-		max  float64
-	}{
-		{0.50, "p50", func() (string, string) { return latencyBand(0.50) }, envMax(o, "median")},
-		{0.95, "p95", func() (string, string) { return latencyBand(0.95) }, envMax(o, "p95")},
-		{0.99, "p99", func() (string, string) { return latencyBand(0.99) }, envMax(o, "p99")},
-	} {
-		lo, hi := q.band()
+	}{{rules.MedianQuantile, "p50"}, {0.95, "p95"}, {0.99, "p99"}} {
+		lo, hi := latencyBand(q.q)
 		p := b.timeseries(8, 9, panelSpec{
 			Title: q.name + " latency against the envelope band",
 			Desc: fmt.Sprintf("%s of http_req_duration per testid from histogram_quantile over the summed native histogram rate (classic buckets as fallback). The corridor is the envelope's %s band across baseline runs.",
@@ -156,8 +150,8 @@ func overviewLatency(b *board, o Options) {
 				lo, hi),
 		})
 		bandOverrides(p, bandLower, bandUpper, "green")
-		if q.max > 0 {
-			p.Thresholds(thresholds("transparent", at(q.max, "red"))).ThresholdsStyle(lineThresholds())
+		if threshold, bandMax, ok := o.limits.latency(q.q); ok {
+			p.Thresholds(ceilingThresholds(threshold, bandMax, seriesPanel)).ThresholdsStyle(lineThresholds())
 		}
 	}
 }
@@ -220,34 +214,9 @@ func overviewAlerts(b *board, o Options) {
 			{Expr: fmt.Sprintf(`%s{envelope="$envelope", testid=~"$testid"}`, catalogue.RecLatencyP95VsEnvelope), Legend: "{{testid}} p95 / band max"},
 		},
 	})
-	r.Thresholds(thresholds("transparent", at(1.0, "orange"))).ThresholdsStyle(lineThresholds())
-}
-
-// errorLimit is the error ratio above which panels turn red: the
-// envelope's tolerated ratio, or the smallest positive ratio when the
-// envelope holds zero errors.
-func errorLimit(o Options) float64 {
-	if o.Envelope != nil && o.Envelope.Tolerance.ErrorRatio > 0 {
-		return o.Envelope.Tolerance.ErrorRatio
-	}
-	return 1e-9
-}
-
-// envMax is the top of an envelope latency band in seconds, 0 without an envelope.
-func envMax(o Options, which string) float64 {
-	if o.Envelope == nil {
-		return 0
-	}
-	l := o.Envelope.Latency
-	switch which {
-	case "median":
-		return l.Median.Max / 1000
-	case "p95":
-		return l.P95.Max / 1000
-	case "p99":
-		return l.P99.Max / 1000
-	}
-	return 0
+	// 100% is the envelope itself (its mean throughput, the top of its p95
+	// band): a neutral line, since the alerts fire further out.
+	r.Thresholds(thresholds("transparent", at(1.0, bandColor))).ThresholdsStyle(lineThresholds())
 }
 
 // Band series names, styled by bandOverrides.

@@ -16,13 +16,12 @@ func runs(b *board, o Options) {
 
 	b.row("Runs")
 	_, tpHi := throughputBand()
-	_, p95Hi := latencyBand(0.95)
-	_, p99Hi := latencyBand(0.99)
+	p95Alert, p99Alert := latencyThreshold(0.95), latencyThreshold(0.99)
 	t := b.table(24, 10, panelSpec{
 		Title: "Runs compared",
 		Desc: "One row per testid, exact over each run from its start to the end of the range: requests and failures from the cumulative counters, " +
 			"p50/p95/p99 from the cumulative histogram (not averaged over windows), RPS over the run's active time (first to last scrape that saw the counter grow, to within one scrape interval), " +
-			"and p95/p99 as a share of the top of the envelope's band (over 100% is outside the envelope).",
+			"p95/p99 as a share of the latency alert's threshold (the band's top raised by the latency tolerance: red from 100%, where the alert fires), and RPS as a share of the top of the throughput band.",
 		Unit: units.Seconds,
 		Targets: []target{
 			{Expr: exact(reqs, byTestID), Instant: true, Table: true},
@@ -31,8 +30,8 @@ func runs(b *board, o Options) {
 			{Expr: quantile(0.50, dur, byTestID, runWindow), Instant: true, Table: true},
 			{Expr: quantile(0.95, dur, byTestID, runWindow), Instant: true, Table: true},
 			{Expr: quantile(0.99, dur, byTestID, runWindow), Instant: true, Table: true},
-			{Expr: fmt.Sprintf("(%s) / scalar(%s)", quantile(0.95, dur, byTestID, runWindow), p95Hi), Instant: true, Table: true},
-			{Expr: fmt.Sprintf("(%s) / scalar(%s)", quantile(0.99, dur, byTestID, runWindow), p99Hi), Instant: true, Table: true},
+			{Expr: fmt.Sprintf("(%s) / scalar(%s)", quantile(0.95, dur, byTestID, runWindow), p95Alert), Instant: true, Table: true},
+			{Expr: fmt.Sprintf("(%s) / scalar(%s)", quantile(0.99, dur, byTestID, runWindow), p99Alert), Instant: true, Table: true},
 			{Expr: fmt.Sprintf("(%s) / scalar(%s)", runRPS(), tpHi), Instant: true, Table: true},
 		},
 	}).
@@ -40,12 +39,12 @@ func runs(b *board, o Options) {
 		WithTransformation(organizeColumns(map[string]string{
 			"testid": "Test ID", "Value #A": "Requests", "Value #B": "RPS", "Value #C": "Failed",
 			"Value #D": "p50", "Value #E": "p95", "Value #F": "p99",
-			"Value #G": "p95 / band max", "Value #H": "p99 / band max", "Value #I": "RPS / band max",
+			"Value #G": "p95 / alert threshold", "Value #H": "p99 / alert threshold", "Value #I": "RPS / band max",
 		}, []string{"testid", "Value #A", "Value #B", "Value #C", "Value #D", "Value #E", "Value #F", "Value #G", "Value #H", "Value #I"})).
 		OverrideByName("Requests", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.Short}, {Id: "decimals", Value: 0}}).
 		OverrideByName("RPS", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.RequestsPerSecond}}).
 		OverrideByName("Failed", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.PercentUnit}})
-	for _, c := range []string{"p95 / band max", "p99 / band max"} {
+	for _, c := range []string{"p95 / alert threshold", "p99 / alert threshold"} {
 		t.OverrideByName(c, []dashboard.DynamicConfigValue{
 			{Id: "unit", Value: units.PercentUnit},
 			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},

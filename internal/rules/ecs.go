@@ -9,13 +9,15 @@ import (
 
 // ECS alert names.
 const (
-	AlertECSCPUSaturated       = "ECSTaskCPUSaturated"
-	AlertECSMemoryNearLimit    = "ECSTaskMemoryNearLimit"
-	AlertECSTasksBelowDesired  = "ECSServiceTasksBelowDesired"
-	AlertECSCPUPerRequestHigh  = "ECSCPUPerRequestAboveEnvelope"
-	AlertECSMetadataDown       = "ECSMetadataEndpointDown"
-	AlertECSCloudWatchFailing  = "ECSCloudWatchPollFailing"
-	ecsSaturationRatio         = 0.9 // CPU or working set of the limit
+	AlertECSCPUSaturated      = "ECSTaskCPUSaturated"
+	AlertECSMemoryNearLimit   = "ECSTaskMemoryNearLimit"
+	AlertECSTasksBelowDesired = "ECSServiceTasksBelowDesired"
+	AlertECSCPUPerRequestHigh = "ECSCPUPerRequestAboveEnvelope"
+	AlertECSMetadataDown      = "ECSMetadataEndpointDown"
+	AlertECSCloudWatchFailing = "ECSCloudWatchPollFailing"
+	// ECSSaturationRatio is the share of a task's CPU or memory limit the
+	// saturation alerts fire at.
+	ECSSaturationRatio         = 0.9
 	ecsCPUPerRequestTolerance  = 0.2 // rise over the envelope band's max
 	ecsCPUPerRequestWindowSpec = "5m"
 )
@@ -63,7 +65,7 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 	if e.TaskCPUUnits > 0 || e.TaskMemoryMiB > 0 {
 		size = fmt.Sprintf(" The baseline task size is %d CPU units / %d MiB.", e.TaskCPUUnits, e.TaskMemoryMiB)
 	}
-	ratio := fmtFloat(ecsSaturationRatio)
+	ratio := fmtFloat(ECSSaturationRatio)
 	alerts := []Rule{
 		{
 			Alert:  AlertECSCPUSaturated,
@@ -109,8 +111,8 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 				"Exporter {{ $labels.instance }} has failed to poll CloudWatch for 15m (up = {{ $value }}); "+c6.CloudWatchErrors.Name+" says whether it is throttling, credentials or something else. Service figures are stale."),
 		},
 	}
-	if b := e.CPUSecondsPerRequest; b.N > 0 && b.Max > 0 {
-		limit := round4(b.Max * (1 + ecsCPUPerRequestTolerance))
+	if limit, ok := ECSCPUPerRequestLimit(e); ok {
+		b := e.CPUSecondsPerRequest
 		alerts = append(alerts, Rule{
 			Alert:  AlertECSCPUPerRequestHigh,
 			Expr:   fmt.Sprintf("%s > %s", s.rec(c6.RecECSCPUSecondsPerRequest), fmtFloat(limit)),
@@ -125,4 +127,18 @@ func buildECS(env *envelope.Envelope, c *Calibration, o Options) ([]RuleGroup, e
 		alerts[i].Labels = s.labels(alerts[i].Labels)
 	}
 	return []RuleGroup{rec, {Name: s.group("ecs.alerts"), Rules: alerts}}, nil
+}
+
+// ECSCPUPerRequestLimit is the CPU seconds per request the efficiency
+// alert fires above: the top of the envelope's band raised by the
+// tolerance; ok is false when the envelope has no such band.
+func ECSCPUPerRequestLimit(e *envelope.ECS) (float64, bool) {
+	if e == nil {
+		return 0, false
+	}
+	b := e.CPUSecondsPerRequest
+	if b.N == 0 || b.Max <= 0 {
+		return 0, false
+	}
+	return round4(b.Max * (1 + ecsCPUPerRequestTolerance)), true
 }
