@@ -168,6 +168,7 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Re
 		return fmt.Errorf("nothing recorded: %w", err)
 	}
 	n := 0
+	fresh := []int64{}
 	for i, a := range added {
 		r := recs[i]
 		what := fmt.Sprintf("%d figures recorded", len(r.Figures))
@@ -175,11 +176,12 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Re
 			what = "already recorded, left as it was"
 		} else {
 			n++
+			fresh = append(fresh, a.ID)
 		}
 		c.Printf("run %d: %s (test %s, testid %s, commit %s): %s\n", a.ID, r.SourceFile, r.Test, dashed(r.TestID), dashed(r.Commit), what)
 	}
 	c.Printf("history %s: %d of %d runs new\n", s.Where, n, len(recs))
-	return c.previewChanges(ctx, f, s, recs)
+	return c.previewChanges(ctx, f, s, recs, fresh)
 }
 
 func dashed(s string) string {

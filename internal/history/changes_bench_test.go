@@ -70,7 +70,7 @@ func BenchmarkRecordAppended10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := PreviewChanges(ctx, s, runstore.Line{Test: "bench"}); err != nil {
+	if _, err := PreviewChanges(ctx, s, runstore.Line{Test: "bench"}, nil); err != nil {
 		b.Fatal(err)
 	}
 	_ = s.Close()
