@@ -41,18 +41,28 @@ type Analysis struct {
 // EnvelopeRun is the index of the line's latest run an envelope was made
 // from (its sources' content hashes, else test ids), 0 when none is.
 func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
+	_, last := an.EnvelopeRuns(env)
+	return last
+}
+
+// EnvelopeRuns are the indexes of the line's first and latest runs an
+// envelope was made from (its sources' content hashes, else test ids),
+// 0 when none is.
+func (an *Analysis) EnvelopeRuns(env *envelope.Envelope) (first, last int) {
 	hashes, ids := map[string]bool{}, map[string]bool{}
 	for _, src := range env.Provenance.Sources {
 		hashes[src.SHA256] = src.SHA256 != ""
 		ids[src.TestID] = src.TestID != ""
 	}
-	at := 0
 	for i, r := range an.Runs {
 		if hashes[r.SHA256] || ids[r.TestID] {
-			at = i + 1
+			if first == 0 {
+				first = i + 1
+			}
+			last = i + 1
 		}
 	}
-	return at
+	return first, last
 }
 
 // Analyze reads every series of a line (excluded runs and, for the main
