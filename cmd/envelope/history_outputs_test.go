@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,9 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/changepoint"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
+	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/runstore"
 )
 
 // changeRow is a change-point row of what history record prints: what
@@ -66,14 +70,16 @@ func TestHistoryRecordSaysWhatChanged(t *testing.T) {
 // TestHistoryChangeIdentity: on the real 30-run history, once history
 // changes has reported the 9 change points, a reported change keeps its
 // id and state whatever the line does. Leaving the runs after the auth
-// improvement out (c25–c30) takes its step below what decides: its
-// changes are listed as no longer found, with why (below the limit or
-// resolved; their commit c24 is still in the line), not dropped, and
-// not new. Putting the runs back finds them again under their ids, as
-// reported, not new (exit 0). history report then says each change's
-// state (reported, never new); ack accepts every change of the two real
-// changes at once by run range, and history changes and history report
-// then show them acknowledged.
+// improvement out (c25–c30) leaves its run c24 the line's last: its
+// changes are listed as no longer found, with why (too few runs after
+// it), not dropped, and not new. With runs 25 and 26 back, the
+// endpoint's changes are found again under their ids and the aggregate's
+// (decided from run 29 on) say why they are not. Putting every run back
+// finds them all again under their ids, as reported, not new (exit 0).
+// history report then says each change's state (reported, never new);
+// ack accepts every change of the two real changes at once by run
+// range, and history changes and history report then show them
+// acknowledged.
 func TestHistoryChangeIdentity(t *testing.T) {
 	files := fixtures.Glob(t, "k6/history-v2.2.0/run-*.ndjson.gz")
 	historyBackends(t, func(t *testing.T, dsn string) {
@@ -106,7 +112,7 @@ func TestHistoryChangeIdentity(t *testing.T) {
 				t.Errorf("without runs 25-30, change %s is dropped, not listed as no longer found: %+v", id, cut.Gone)
 				continue
 			}
-			if g.Reason != history.GoneBelowLimit && g.Reason != history.GoneResolved || g.Run.Commit != "c24" || g.State != history.StateReported {
+			if g.Reason != history.GoneFewRuns || g.Run.Commit != "c24" || g.Run.Index != 24 || g.State != history.StateReported {
 				t.Errorf("change %s no longer found: %+v", id, g)
 			}
 		}
@@ -120,7 +126,33 @@ func TestHistoryChangeIdentity(t *testing.T) {
 			t.Errorf("history changes text lacks the changes no longer found:\n%s", text)
 		}
 
-		for i := 25; i <= 30; i++ {
+		// Runs 25 and 26 back: the endpoint's step is decided again, under
+		// its ids; the aggregate's, decided only from run 29 on, is
+		// no longer found, and says why.
+		for i := 25; i <= 26; i++ {
+			mustRun(t, append(h, "include", fmt.Sprintf("run-%02d", i))...)
+		}
+		part := changesJSON(t, dsn, 0)
+		found := map[string]bool{}
+		for _, c := range part.Changes {
+			found[c.ID] = !c.New && c.State == history.StateReported
+		}
+		gone = map[string]history.GoneChange{}
+		for _, g := range part.Gone {
+			gone[g.ID] = g
+		}
+		for _, c := range first.Changes {
+			g, isGone := gone[c.ID]
+			switch {
+			case c.Run.Commit != "c24":
+			case c.Endpoint == "auth_register" && !found[c.ID]:
+				t.Errorf("with runs 25-26 back, %s (%s) is not found again as reported: %+v", c.ID, c.String(), part.Changes)
+			case c.Endpoint == "" && (!isGone || g.Reason != history.GoneResolved && g.Reason != history.GoneBelowLimit):
+				t.Errorf("with runs 25-26 back, aggregate %s (%s): gone %v %+v", c.ID, c.String(), isGone, g)
+			}
+		}
+
+		for i := 27; i <= 30; i++ {
 			mustRun(t, append(h, "include", fmt.Sprintf("run-%02d", i))...)
 		}
 		back := changesJSON(t, dsn, 0)
@@ -221,5 +253,48 @@ func TestHistoryAckSelection(t *testing.T) {
 		if c.ID == ids["p95"] && c.Status != history.StatusNew {
 			t.Errorf("an ack with an unknown id set %s to %s", c.ID, c.Status)
 		}
+	}
+}
+
+// TestHistoryReportBandFrom: an envelope made from the history's runs
+// 21-30 bands every series' chart from run 21 on, the category of that
+// run, not across the runs before it.
+func TestHistoryReportBandFrom(t *testing.T) {
+	files := fixtures.Glob(t, "k6/history-v2.2.0/run-*.ndjson.gz")
+	dir := t.TempDir()
+	dsn, envPath := filepath.Join(dir, "history.db"), filepath.Join(dir, "envelope.yaml")
+	mustRun(t, append([]string{"baseline", "--out", envPath}, files[20:]...)...)
+	mustRun(t, append([]string{"history", "--history", dsn, "record", "--time", "2026-01-01 00:00:00"}, files...)...)
+	env, err := envelope.ReadFile(envPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := runstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close() //nolint:errcheck // only read
+	l := runstore.Line{Test: "history-shared"}
+	an, err := history.Analyze(ctx, s, l, changepoint.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, err := historyReportData(ctx, s, l, an, an.Report(nil, 1, nil), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	banded := 0
+	for _, hs := range hr.Series {
+		if hs.Band == nil {
+			continue
+		}
+		banded++
+		if hs.BandFrom != 21 {
+			t.Errorf("%s: band from run %d, want 21", hs.Key, hs.BandFrom)
+		}
+	}
+	if banded == 0 {
+		t.Errorf("no series has the envelope's band")
 	}
 }

@@ -42,7 +42,11 @@ const (
 	// false discovery rate (a suspected step, or only in other figures of
 	// the endpoint's latency family).
 	GoneBelowLimit GoneReason = "below the limit"
-	// GoneResolved: no step of its direction is seen near it any more.
+	// GoneFewRuns: its run is among the line's last, with fewer runs
+	// from it on than a change needs (runs were excluded after it).
+	GoneFewRuns GoneReason = "too few runs after it"
+	// GoneResolved: no step of its direction is seen near it any more,
+	// decided or suspected.
 	GoneResolved GoneReason = "resolved"
 	// GoneLeftLine: its run is no longer in the analysed line (excluded,
 	// or recorded on another branch).
@@ -138,7 +142,10 @@ func (an *Analysis) whyGone(k changepoint.Key, dir changepoint.Direction, at int
 			return GoneBelowLimit, fmt.Sprintf("the endpoint's step at run %d shows in %s, not in this figure", c.Run.Index, c.Figure)
 		}
 	}
-	return GoneResolved, fmt.Sprintf("no %s step near run %d now", dir, at)
+	if after := len(an.Runs) - at + 1; after < an.near() {
+		return GoneFewRuns, fmt.Sprintf("%d from run %d on, a change needs %d", after, at, an.near())
+	}
+	return GoneResolved, fmt.Sprintf("no %s step decided or suspected near run %d now", dir, at)
 }
 
 // sameFamily says whether two series are one hypothesis: the same
