@@ -90,7 +90,7 @@ func (an *Analysis) Since(before *Analysis, stored []runstore.StoredChange, fres
 		}
 		g := GoneChange{ID: p.ID, Key: p.Key, Series: p.Key.String(), Run: p.Run, Dir: p.Direction, Before: p.Before, After: p.After,
 			State: state(false, StatusNew)}
-		if m := before.match(stored, p); m != nil {
+		if m := before.match(unshown(stored, rep.Changes), p); m != nil {
 			g.ID, g.State = m.ID, state(true, Status(m.Status))
 		}
 		if i := at(p); i == 0 {
@@ -115,6 +115,13 @@ func (an *Analysis) Since(before *Analysis, stored []runstore.StoredChange, fres
 		}
 	}
 	return rc
+}
+
+// unshown are the stored changes none of the found ones is.
+func unshown(stored []runstore.StoredChange, found []ReportedChange) []runstore.StoredChange {
+	return slices.DeleteFunc(slices.Clone(stored), func(m runstore.StoredChange) bool {
+		return slices.ContainsFunc(found, func(c ReportedChange) bool { return c.ID == m.ID })
+	})
 }
 
 // Changed says whether the runs recorded changed any change point.
