@@ -125,6 +125,15 @@ func TestHistoryChangeIdentity(t *testing.T) {
 		if !strings.Contains(text, "reported, no longer found") || !strings.Contains(text, auth[0]) {
 			t.Errorf("history changes text lacks the changes no longer found:\n%s", text)
 		}
+		md := mustRun(t, append(h, "changes", "--format", "markdown")...)
+		if !strings.Contains(md, "Reported, no longer found: `auth_register.median` improvement at run 24 (commit c24)") {
+			t.Errorf("history changes Markdown lacks the changes no longer found:\n%s", md)
+		}
+		cutMD := filepath.Join(t.TempDir(), "cut.md")
+		mustRun(t, append(h, "report", "--out", cutMD)...)
+		if b, err := os.ReadFile(cutMD); err != nil || !strings.Contains(string(b), "## Reported, no longer found") || !strings.Contains(string(b), auth[0]) {
+			t.Errorf("history report lacks the changes no longer found (%v):\n%s", err, b)
+		}
 
 		// Runs 25 and 26 back: the endpoint's step is decided again, under
 		// its ids; the aggregate's, decided only from run 29 on, is
@@ -166,7 +175,7 @@ func TestHistoryChangeIdentity(t *testing.T) {
 		}
 
 		dir := t.TempDir()
-		md := reportTable(t, dsn, dir)
+		md = reportTable(t, dsn, dir)
 		if strings.Count(md, "| reported ") != len(first.Changes) || strings.Contains(md, "| new |") {
 			t.Errorf("report after changes reported every change:\n%s", md)
 		}
