@@ -88,7 +88,7 @@ func (an *Analysis) Since(before *Analysis, stored []runstore.StoredChange, fres
 		if taken[j] {
 			continue
 		}
-		g := GoneChange{ID: p.ID, Key: p.Key, Series: p.Key.String(), Run: p.Run, Dir: p.Direction, Before: p.Before, After: p.After,
+		g := GoneChange{ID: p.ID, Key: p.Key, Series: p.String(), Run: p.Run, Dir: p.Direction, Before: p.Before, After: p.After,
 			State: state(false, StatusNew)}
 		if m := before.match(unshown(stored, rep.Changes), p); m != nil {
 			g.ID, g.State = m.ID, state(true, Status(m.Status))
@@ -106,11 +106,11 @@ func (an *Analysis) Since(before *Analysis, stored []runstore.StoredChange, fres
 	known := map[string]bool{}
 	if before != nil {
 		for _, o := range before.Result.Outliers {
-			known[o.Key.String()+"@"+cmp.Or(o.Run.Commit, o.Run.TestID)] = true
+			known[o.String()+"@"+cmp.Or(o.Run.Commit, o.Run.TestID)] = true
 		}
 	}
 	for _, o := range an.Result.Outliers {
-		if slices.Contains(fresh, an.Runs[o.Run.Index-1].ID) || !known[o.Key.String()+"@"+cmp.Or(o.Run.Commit, o.Run.TestID)] {
+		if slices.Contains(fresh, an.Runs[o.Run.Index-1].ID) || !known[o.String()+"@"+cmp.Or(o.Run.Commit, o.Run.TestID)] {
 			rc.Outliers = append(rc.Outliers, o)
 		}
 	}
