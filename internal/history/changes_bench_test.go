@@ -56,8 +56,8 @@ func benchChanges(b *testing.B, drift bool) {
 // restore the line's analysis checkpoint, append the run, analyse, join
 // the stored lifecycle, compare with the checkpoint's result (what the
 // run changed: PreviewChanges), store the next checkpoint, close. The
-// history is
-// a copy of BenchmarkChanges10000's with its checkpoint stored once.
+// history is a copy of BenchmarkChanges10000's with its checkpoint
+// stored once.
 func BenchmarkRecordAppended10000(b *testing.B) {
 	dsn := filepath.Join(b.TempDir(), "history.db")
 	src, err := os.ReadFile(bigHistory(b))
