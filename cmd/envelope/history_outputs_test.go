@@ -20,7 +20,7 @@ import (
 
 // changeRow is a change-point row of what history record prints: what
 // happened to it (new, moved, gone) and its id.
-var changeRow = regexp.MustCompile(`(?m)^(new|moved|gone) +([0-9a-f]{16}) `)
+var changeRow = regexp.MustCompile(`(?m)^(new|again|moved|gone) +([0-9a-f]{16}) `)
 
 // TestHistoryRecordSaysWhatChanged records the 30 real runs of the
 // history fixture one at a time, in commit order, on both back ends:
@@ -63,6 +63,52 @@ func TestHistoryRecordSaysWhatChanged(t *testing.T) {
 			case c.Endpoint == "document_upload" && at != 15, c.Endpoint == "auth_register" && at != 26:
 				t.Errorf("%s first printed at run %d", c.String(), at)
 			}
+		}
+	})
+}
+
+// TestHistoryRecordFoundAgain: a change history changes reported, lost
+// when runs after it are excluded, is the same change when a record
+// finds it again: on the real history recorded to run 26 and reported,
+// runs 25 and 26 excluded, recording run 27 finds nothing (two runs
+// after c24), and recording run 28 finds the registration's improvement
+// at c24 again, under its ids, as reported, not new.
+func TestHistoryRecordFoundAgain(t *testing.T) {
+	files := fixtures.Glob(t, "k6/history-v2.2.0/run-*.ndjson.gz")
+	historyBackends(t, func(t *testing.T, dsn string) {
+		h := []string{"history", "--history", dsn}
+		record := func(i int) string {
+			return mustRun(t, append(h, "record", "--time", fmt.Sprintf("2026-01-01 00:%02d:00", i), files[i-1])...)
+		}
+		for i := 1; i <= 26; i++ {
+			record(i)
+		}
+		var auth []string
+		for _, c := range changesJSON(t, dsn, 1).Changes {
+			if c.Endpoint == "auth_register" {
+				auth = append(auth, c.ID)
+			}
+		}
+		if len(auth) != 3 {
+			t.Fatalf("registration changes at 26 runs: %v", auth)
+		}
+		mustRun(t, append(h, "exclude", "run-25", "--reason", "test")...)
+		mustRun(t, append(h, "exclude", "run-26", "--reason", "test")...)
+		if out := record(27); changeRow.MatchString(out) {
+			t.Errorf("run 27 with 25 and 26 excluded:\n%s", out)
+		}
+		out := record(28)
+		rows := changeRow.FindAllStringSubmatch(out, -1)
+		if len(rows) != len(auth) || !strings.Contains(out, "0 new, 3 found again, 0 moved") {
+			t.Errorf("run 28 with 25 and 26 excluded:\n%s", out)
+		}
+		for _, m := range rows {
+			if m[1] != "again" || !slices.Contains(auth, m[2]) {
+				t.Errorf("run 28: %s %s, want the registration's changes found again", m[1], m[2])
+			}
+		}
+		if n := len(regexp.MustCompile(`(?m)^again .* reported +$`).FindAllString(out, -1)); n != len(auth) {
+			t.Errorf("run 28: the changes found again are not shown as reported:\n%s", out)
 		}
 	})
 }

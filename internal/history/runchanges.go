@@ -19,17 +19,20 @@ type MovedChange struct {
 }
 
 // RunChanges is what recording runs changed in a line's change points:
-// the changes found now and not before, those that moved, those found
-// before and not now (with why), and the outlier runs among the runs
-// recorded.
+// the changes found now and not before (new, or reported before and
+// back), those that moved, those found before and not now (with why),
+// and the outlier runs not found before.
 type RunChanges struct {
 	Test string
 	// Runs is the line's length; Latest its latest run.
 	Runs   int
 	Latest changepoint.RunRef
-	New    []ReportedChange
-	Moved  []MovedChange
-	Gone   []GoneChange
+	// New are found now and not before; Again, found now and not before
+	// but reported before (the same change back, under its id).
+	New   []ReportedChange
+	Again []ReportedChange
+	Moved []MovedChange
+	Gone  []GoneChange
 	// Kept counts the changes found before and now at the same run;
 	// Unreported the line's changes no `history changes` has reported.
 	Kept, Unreported int
@@ -71,6 +74,8 @@ func (an *Analysis) Since(before *Analysis, stored []runstore.StoredChange, fres
 			}
 		}
 		switch {
+		case best < 0 && !rep.Changes[i].New:
+			rc.Again = append(rc.Again, rep.Changes[i])
 		case best < 0:
 			rc.New = append(rc.New, rep.Changes[i])
 		case at(prev[best]) != c.Run.Index:
@@ -126,7 +131,7 @@ func unshown(stored []runstore.StoredChange, found []ReportedChange) []runstore.
 
 // Changed says whether the runs recorded changed any change point.
 func (rc *RunChanges) Changed() bool {
-	return len(rc.New)+len(rc.Moved)+len(rc.Gone) > 0
+	return len(rc.New)+len(rc.Again)+len(rc.Moved)+len(rc.Gone) > 0
 }
 
 // WriteText writes what the recorded runs changed, for people: a
@@ -135,8 +140,12 @@ func (rc *RunChanges) Changed() bool {
 func (rc *RunChanges) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { _, _ = fmt.Fprintf(tw, format, a...) }
-	p("change points of %s at run %d (%s), %d runs: %d new, %d moved, %d no longer found, %d as before; %d not reported yet",
-		rc.Test, rc.Latest.Index, dash(cmp.Or(rc.Latest.Commit, rc.Latest.TestID)), rc.Runs, len(rc.New), len(rc.Moved), len(rc.Gone), rc.Kept, rc.Unreported)
+	again := ""
+	if len(rc.Again) > 0 {
+		again = fmt.Sprintf(", %d found again", len(rc.Again))
+	}
+	p("change points of %s at run %d (%s), %d runs: %d new%s, %d moved, %d no longer found, %d as before; %d not reported yet",
+		rc.Test, rc.Latest.Index, dash(cmp.Or(rc.Latest.Commit, rc.Latest.TestID)), rc.Runs, len(rc.New), again, len(rc.Moved), len(rc.Gone), rc.Kept, rc.Unreported)
 	if rc.Unreported > 0 {
 		p(" (`envelope history changes` reports them)")
 	}
@@ -149,6 +158,9 @@ func (rc *RunChanges) WriteText(w io.Writer) error {
 		}
 		for _, ch := range rc.New {
 			row("new", ch, "")
+		}
+		for _, ch := range rc.Again {
+			row("again", ch, "")
 		}
 		for _, m := range rc.Moved {
 			row("moved", m.ReportedChange, fmt.Sprintf(", from run %d (%s)", m.From.Index, dash(m.From.Commit)))
