@@ -116,7 +116,7 @@ func addRecordFlags(cmd *kingpin.CmdClause) recordFlags {
 
 // historyRecordCommand adds `envelope history record`.
 func (c *cli) historyRecordCommand(parent *kingpin.CmdClause, f historyFlags) {
-	cmd := parent.Command("record", "Record k6 runs (any format k6 writes) with their commit, branch and version: from the runs' tags (k6 --tag commit=… --tag branch=…), flags override. All or nothing; a run recorded before is left as it is.")
+	cmd := parent.Command("record", "Record k6 runs (any format k6 writes) with their commit, branch and version: from the runs' tags (k6 --tag commit=… --tag branch=…), flags override. All or nothing; a run recorded before is left as it is. Then prints what the new runs changed in the main line's change points: new, moved, no longer found (with why).")
 	commit := cmd.Flag("commit", "Commit the runs were made at (default: their commit tag).").String()
 	at := cmd.Flag("time", "Commit time (RFC 3339, or 2006-01-02 15:04:05 [-0700]); runs are ordered by it, else by their run time.").String()
 	rf := addRecordFlags(cmd)
@@ -168,6 +168,7 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Re
 		return fmt.Errorf("nothing recorded: %w", err)
 	}
 	n := 0
+	fresh := []int64{}
 	for i, a := range added {
 		r := recs[i]
 		what := fmt.Sprintf("%d figures recorded", len(r.Figures))
@@ -175,11 +176,12 @@ func (c *cli) addRecords(ctx context.Context, f historyFlags, recs []runstore.Re
 			what = "already recorded, left as it was"
 		} else {
 			n++
+			fresh = append(fresh, a.ID)
 		}
 		c.Printf("run %d: %s (test %s, testid %s, commit %s): %s\n", a.ID, r.SourceFile, r.Test, dashed(r.TestID), dashed(r.Commit), what)
 	}
 	c.Printf("history %s: %d of %d runs new\n", s.Where, n, len(recs))
-	return c.previewChanges(ctx, f, s, recs)
+	return c.previewChanges(ctx, f, s, recs, fresh)
 }
 
 func dashed(s string) string {

@@ -43,11 +43,17 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 		return nil
 	}))
 
-	ack := parent.Command("ack", "Set a reported change point's status: acknowledged, expected, false_positive or fixed, with a note. A change is reported as new only until it has a status.")
-	id := ack.Arg("ID", "The change point's id, as history changes shows it.").Required().String()
-	status := ack.Flag("status", cmdline.Choices("The change's status.", history.AckStatuses()...)).Required().Enum(history.AckStatuses()...)
-	note := ack.Flag("note", "Why, kept with the change.").String()
+	ack := parent.Command("ack", "Set reported change points' status: acknowledged, expected, false_positive or fixed, with a note. Give their ids, or select them: every change of a series (--figure) or of a run range (--runs) not given a status yet. A change is reported as new only until it has a status.")
+	ids := ack.Arg("ID", "Change point ids, as history changes shows them.").Strings()
+	figure := ack.Flag("figure", "Select the changes of this series, e.g. p95 or auth_login.p95 (as history show names it).").String()
+	runs := ack.Flag("runs", "Select the changes at these runs of the main line: FROM..TO, each a run index, commit or testid (17..21, c11..c24, 23..).").String()
+	status := ack.Flag("status", cmdline.Choices("The changes' status.", history.AckStatuses()...)).Required().Enum(history.AckStatuses()...)
+	note := ack.Flag("note", "Why, kept with each change.").String()
 	ack.Action(c.Action(func() error {
+		st, err := history.ParseStatus(*status)
+		if err != nil {
+			return err
+		}
 		ctx, stop := c.SignalContext()
 		defer stop()
 		s, err := f.open(ctx)
@@ -55,16 +61,80 @@ func (c *cli) historyChangesCommands(parent *kingpin.CmdClause, f historyFlags) 
 			return err
 		}
 		defer s.Close() //nolint:errcheck // the update said whether it landed
-		st, err := history.ParseStatus(*status)
+		picked, err := c.selectChanges(ctx, f, s, *figure, *runs)
 		if err != nil {
 			return err
 		}
-		ch, err := s.Ack(ctx, *id, string(st), *note)
+		all := append(append([]string{}, *ids...), picked...)
+		if len(all) == 0 {
+			if len(*ids) == 0 && *figure == "" && *runs == "" {
+				return fmt.Errorf("ack: give change ids, --figure or --runs")
+			}
+			return fmt.Errorf("ack: no change point without a status at --figure %q --runs %q (history changes lists them)", *figure, *runs)
+		}
+		chs, err := s.Ack(ctx, dedupe(all), string(st), *note)
 		if err != nil {
 			return err
 		}
-		return history.WriteAck(c.Stdout, ch)
+		for _, ch := range chs {
+			if err := history.WriteAck(c.Stdout, ch); err != nil {
+				return err
+			}
+		}
+		return nil
 	}))
+}
+
+// selectChanges is the ids of the test's reported changes without a
+// status that --figure and --runs select (both: those in both); none
+// when neither is given.
+func (c *cli) selectChanges(ctx context.Context, f historyFlags, s *runstore.Store, figure, runs string) ([]string, error) {
+	if figure == "" && runs == "" {
+		return nil, nil
+	}
+	var sel history.Selection
+	if figure != "" {
+		k, err := figures.ParseKey(figure)
+		if err != nil {
+			return nil, fmt.Errorf("--figure: %w", err)
+		}
+		sel.Series = &k
+	}
+	test, err := f.resolveTest(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	line, err := s.Runs(ctx, runstore.Line{Test: test, MainBranch: f.mainBranchName()})
+	if err != nil {
+		return nil, err
+	}
+	if runs != "" {
+		if sel.From, sel.To, err = history.ParseRuns(runs, line); err != nil {
+			return nil, fmt.Errorf("--runs: %w", err)
+		}
+	}
+	stored, err := s.StoredChanges(ctx, test)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ch := range history.Select(stored, line, sel) {
+		out = append(out, ch.ID)
+	}
+	return out, nil
+}
+
+// dedupe keeps the first of each id.
+func dedupe(ids []string) []string {
+	seen := map[string]bool{}
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // readEnvelope reads the envelope file named, nil for none.
@@ -152,42 +222,25 @@ func writeChanges(w io.Writer, rep *history.ChangesReport, format string) error 
 }
 
 // previewChanges re-analyses the main line of each test runs were just
-// recorded for (from the line's stored checkpoint: only the windows the
-// new runs touch) and prints the change points no `history changes` has
-// reported yet, and the outlier runs among the line's latest: found at
-// once, reported as new by the gate (`history changes`) once.
-func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *runstore.Store, recs []runstore.Record) error {
+// recorded for (fresh: the ids of the runs stored now; from the line's
+// stored checkpoint: only the windows the new runs touch) and prints what
+// they changed: the change points found now and not before, moved, or no
+// longer found (with why), and the outlier runs among them. The gate
+// (`history changes`) reports each change as new once.
+func (c *cli) previewChanges(ctx context.Context, f historyFlags, s *runstore.Store, recs []runstore.Record, fresh []int64) error {
 	seen := map[string]bool{}
 	for _, r := range recs {
 		if seen[r.Test] || r.Branch != "" && r.Branch != f.mainBranchName() {
 			continue
 		}
 		seen[r.Test] = true
-		rep, err := history.PreviewChanges(ctx, s, runstore.Line{Test: r.Test, MainBranch: f.mainBranchName()})
+		rc, err := history.PreviewChanges(ctx, s, runstore.Line{Test: r.Test, MainBranch: f.mainBranchName()}, fresh)
 		if err != nil {
 			// The runs are recorded; only the look at them failed.
 			c.Printf("change points of %s: not analysed: %v\n", r.Test, err)
 			continue
 		}
-		var fresh []history.ReportedChange
-		for _, ch := range rep.Changes {
-			if ch.New {
-				fresh = append(fresh, ch)
-			}
-		}
-		latest := rep.Runs - len(recs)
-		var outs []changepoint.Outlier
-		for _, o := range rep.Outliers {
-			if o.Run.Index > latest {
-				outs = append(outs, o)
-			}
-		}
-		if len(fresh) == 0 && len(outs) == 0 {
-			c.Printf("change points of %s: nothing new in %d runs\n", r.Test, rep.Runs)
-			continue
-		}
-		c.Printf("change points of %s: %d not reported yet (`envelope history changes` reports them):\n", r.Test, len(fresh))
-		if err := (&history.ChangesReport{Test: r.Test, Runs: rep.Runs, Changes: fresh, Outliers: outs}).WriteText(c.Stdout); err != nil {
+		if err := rc.WriteText(c.Stdout); err != nil {
 			return err
 		}
 	}

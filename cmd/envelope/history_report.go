@@ -70,11 +70,14 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 }
 
 // historyReportData reads every series' runs, placed by their index in
-// the line, with the envelope's band of each figure.
+// the line, with the envelope's band of each figure from the first of
+// the envelope's runs in the line.
 func historyReportData(ctx context.Context, s *runstore.Store, l runstore.Line, an *history.Analysis, rep *history.ChangesReport, env *envelope.Envelope) (report.HistoryReport, error) {
 	hr := report.HistoryReport{Changes: rep}
+	from := 0
 	if env != nil {
 		hr.Envelope = env.Name
+		from, _ = an.EnvelopeRuns(env)
 	}
 	index := map[int64]int{}
 	for i, r := range an.Runs {
@@ -86,7 +89,7 @@ func historyReportData(ctx context.Context, s *runstore.Store, l runstore.Line, 
 		if err != nil {
 			return hr, err
 		}
-		hs := report.HistorySeries{Key: k, Band: envelopeBand(env, k.Figures())}
+		hs := report.HistorySeries{Key: k, Band: envelopeBand(env, k.Figures()), BandFrom: from}
 		for _, p := range pts {
 			hs.Runs = append(hs.Runs, changepoint.Run{Index: index[p.Run.ID], Commit: p.Run.Commit, TestID: p.Run.TestID, Value: p.Value})
 		}

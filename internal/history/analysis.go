@@ -41,18 +41,28 @@ type Analysis struct {
 // EnvelopeRun is the index of the line's latest run an envelope was made
 // from (its sources' content hashes, else test ids), 0 when none is.
 func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
+	_, last := an.EnvelopeRuns(env)
+	return last
+}
+
+// EnvelopeRuns are the indexes of the line's first and latest runs an
+// envelope was made from (its sources' content hashes, else test ids),
+// 0 when none is.
+func (an *Analysis) EnvelopeRuns(env *envelope.Envelope) (first, last int) {
 	hashes, ids := map[string]bool{}, map[string]bool{}
 	for _, src := range env.Provenance.Sources {
 		hashes[src.SHA256] = src.SHA256 != ""
 		ids[src.TestID] = src.TestID != ""
 	}
-	at := 0
 	for i, r := range an.Runs {
 		if hashes[r.SHA256] || ids[r.TestID] {
-			at = i + 1
+			if first == 0 {
+				first = i + 1
+			}
+			last = i + 1
 		}
 	}
-	return at
+	return first, last
 }
 
 // Analyze reads every series of a line (excluded runs and, for the main
@@ -60,6 +70,12 @@ func (an *Analysis) EnvelopeRun(env *envelope.Envelope) int {
 // whose false discovery rate the analysis controls is the test's series.
 // Runs of one commit that follow each other are one point (pool).
 func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config) (*Analysis, error) {
+	return analyzeWithout(ctx, s, l, cfg, nil)
+}
+
+// analyzeWithout is Analyze of the line without the runs of the ids
+// left (the line as it was before they were recorded).
+func analyzeWithout(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config, left []int64) (*Analysis, error) {
 	l.WithExcluded = false
 	a, err := changepoint.New(cfg)
 	if err != nil {
@@ -68,6 +84,9 @@ func Analyze(ctx context.Context, s *runstore.Store, l runstore.Line, cfg change
 	runs, err := s.Runs(ctx, l)
 	if err != nil {
 		return nil, err
+	}
+	if len(left) > 0 {
+		runs = slices.DeleteFunc(runs, func(r runstore.Run) bool { return slices.Contains(left, r.ID) })
 	}
 	series, err := lineFigures(ctx, s, l, runs, nil)
 	if err != nil {
@@ -181,13 +200,17 @@ func (an *Analysis) Ref(index int) changepoint.RunRef {
 
 // IndexOf is the index of the line's first run at a commit (or with
 // that testid), 0 when none.
-func (an *Analysis) IndexOf(commit string) int {
-	for i, r := range an.Runs {
+func (an *Analysis) IndexOf(commit string) int { return indexOf(an.Runs, commit) }
+
+// indexOf is the 1-based index in runs of the first run at a commit,
+// else the first with that testid; 0 when none.
+func indexOf(runs []runstore.Run, commit string) int {
+	for i, r := range runs {
 		if r.Commit == commit {
 			return i + 1
 		}
 	}
-	for i, r := range an.Runs {
+	for i, r := range runs {
 		if r.TestID == commit {
 			return i + 1
 		}
@@ -198,33 +221,46 @@ func (an *Analysis) IndexOf(commit string) int {
 // Report joins the analysis with the stored lifecycle (stored: the
 // test's reported change points, as the store lists them): the change
 // points and outliers from run since on (1 for all), each change with
-// its status, and each series' drift against tol (none when nil). A
-// change not stored before is new; a stored one in the same series and
+// its status and state, the reported changes no longer found with why
+// (Gone), and each series' drift against tol (none when nil). A change
+// not stored before is new; a stored one in the same series and
 // direction within the minimum segment of it (its run moves while the
 // runs after it are few) is that change, under its stored id. The new
 // changes are the report's Unreported: the caller stores them as
 // reported, so that no later report calls them new again.
 func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figures.Tolerance) *ChangesReport {
 	rep := &ChangesReport{Test: an.Test, Runs: len(an.Runs), Changes: []ReportedChange{}, Outliers: []changepoint.Outlier{}, Drift: []changepoint.Drift{},
-		Suspected: []changepoint.Suspect{}, NotAnalysed: append([]changepoint.NotAnalysed{}, an.Result.NotAnalysed...)}
+		Suspected: []changepoint.Suspect{}, NotAnalysed: append([]changepoint.NotAnalysed{}, an.Result.NotAnalysed...), Gone: []GoneChange{}}
 	if since > 1 {
 		ref := an.Ref(since)
 		rep.Since = &ref
 	}
+	// matched maps a stored change's id to the found change that is it.
+	matched := map[string]string{}
 	for _, c := range an.Result.Changes {
+		m := an.match(stored, c)
+		if m != nil {
+			matched[m.ID] = c.ID
+		}
 		if c.Run.Index < since {
 			continue
 		}
-		rc := ReportedChange{Change: c, Status: StatusNew, New: true}
-		if m := an.match(stored, c); m != nil {
+		rc := ReportedChange{Change: c, Status: StatusNew, State: state(false, StatusNew), New: true}
+		if m != nil {
 			rc.ID, rc.Status, rc.Note, rc.New = m.ID, Status(m.Status), m.Note, false
 			rc.FirstReported = m.FirstReported.Format(time.RFC3339)
+			rc.State = state(true, rc.Status)
 		} else {
 			rep.unreported = append(rep.unreported, runstore.StoredChange{ID: c.ID, Test: an.Test, Figure: c.Figure, Endpoint: c.Endpoint,
 				Commit: c.Run.Commit, TestID: c.Run.TestID, RunIndex: c.Run.Index, Direction: string(c.Direction), Before: c.Before, After: c.After})
 			rep.unreportedAt = append(rep.unreportedAt, len(rep.Changes))
 		}
 		rep.Changes = append(rep.Changes, rc)
+	}
+	for _, g := range an.gone(stored, matched) {
+		if g.Run.Index >= since {
+			rep.Gone = append(rep.Gone, g)
+		}
 	}
 	for _, o := range an.Result.Outliers {
 		if o.Run.Index >= since {
@@ -243,10 +279,12 @@ func (an *Analysis) Report(stored []runstore.StoredChange, since int, tol *figur
 }
 
 // match finds the stored change a found one is: the same id, else the
-// nearest one of its series and direction within the minimum segment.
+// nearest one of its series and direction within the minimum segment,
+// placed by its commit's run in the line as it is now (by the index it
+// was reported at when its commit is no longer in the line).
 func (an *Analysis) match(stored []runstore.StoredChange, c changepoint.Change) *runstore.StoredChange {
 	var best *runstore.StoredChange
-	bestD := an.Analyzer.Config().MinRuns + 1
+	bestD := an.near() + 1
 	for i := range stored {
 		m := &stored[i]
 		if m.ID == c.ID {
@@ -255,9 +293,9 @@ func (an *Analysis) match(stored []runstore.StoredChange, c changepoint.Change) 
 		if m.Figure != c.Figure || m.Endpoint != c.Endpoint || changepoint.Direction(m.Direction) != c.Direction {
 			continue
 		}
-		at := an.IndexOf(m.Commit)
-		if at == 0 || m.Commit == "" {
-			at = m.RunIndex
+		at := an.storedAt(*m)
+		if at == 0 {
+			at = m.RunIndex // its run left the line: the change may lie next to where it was
 		}
 		if d := abs(at - c.Run.Index); d < bestD {
 			best, bestD = m, d

@@ -44,7 +44,9 @@ func ParseStatus(v string) (Status, error) {
 type ReportedChange struct {
 	changepoint.Change
 	Status Status `json:"status"`
-	Note   string `json:"note,omitempty"`
+	// State is what a person is told: new, reported, or its status.
+	State State  `json:"state"`
+	Note  string `json:"note,omitempty"`
 	// FirstReported is when `history changes` first reported it; empty
 	// for a change reported by none yet.
 	FirstReported string `json:"first_reported,omitempty"`
@@ -67,6 +69,9 @@ type ChangesReport struct {
 	// small to estimate them.
 	Suspected   []changepoint.Suspect     `json:"suspected"`
 	NotAnalysed []changepoint.NotAnalysed `json:"not_analysed"`
+	// Gone are the reported changes nobody acknowledged that the
+	// analysis no longer finds, each with why.
+	Gone []GoneChange `json:"gone"`
 
 	// unreported are the changes no stored change is, as the store
 	// marks them reported; unreportedAt, their places in Changes.
@@ -96,6 +101,7 @@ func (r *ChangesReport) Reported(first []bool, at time.Time) {
 	when := at.UTC().Format(time.RFC3339)
 	for i, c := range r.unreportedAt {
 		r.Changes[c].New = first[i]
+		r.Changes[c].State = state(!first[i], StatusNew)
 		r.Changes[c].FirstReported = when
 	}
 	r.unreported, r.unreportedAt = nil, nil

@@ -34,6 +34,12 @@ func (r *ChangesReport) WriteText(w io.Writer) error {
 				dash(ch.Run.Commit), ch.Direction, ch.Before, ch.After, pct(ch.Change.Change), ch.P, ch.statusText())
 		}
 	}
+	if len(r.Gone) > 0 {
+		p("\nreported, no longer found\tseries\trun\tcommit\tdirection\tbefore\tafter\twhy\t\n")
+		for _, g := range r.Gone {
+			p("%s\t%s\t%d\t%s\t%s\t%.4g\t%.4g\t%s\t\n", g.ID, g.Series, g.Run.Index, dash(g.Run.Commit), g.Dir, g.Before, g.After, g)
+		}
+	}
 	if len(r.Outliers) > 0 {
 		p("\noutlier run\tseries\tcommit\tvalue\tsegment\tchange\tsigmas\t\n")
 		for _, o := range r.Outliers {
@@ -92,13 +98,22 @@ func noteText(n string) string {
 // first to report it, else its stored status (a change nobody has
 // acknowledged yet says when it was first reported).
 func (ch ReportedChange) statusText() string {
-	switch {
-	case ch.New:
+	if ch.New {
 		return "NEW"
-	case ch.Status == StatusNew && ch.FirstReported != "":
-		return "reported " + ch.FirstReported
 	}
-	return string(ch.Status) + noteText(ch.Note)
+	return ch.StateText()
+}
+
+// StateText is a change's state for people: new, reported (with when),
+// or its status and note.
+func (ch ReportedChange) StateText() string {
+	switch {
+	case ch.State == StateReported && ch.FirstReported != "":
+		return "reported " + ch.FirstReported
+	case ch.State == "":
+		return string(ch.Status) + noteText(ch.Note)
+	}
+	return string(ch.State) + noteText(ch.Note)
 }
 
 func overTolerance(ds []changepoint.Drift) []changepoint.Drift {

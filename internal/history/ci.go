@@ -24,6 +24,10 @@ func (r *ChangesReport) Table() cireport.Table {
 				string(ch.Direction), fmt.Sprintf("%.4g", ch.Before), fmt.Sprintf("%.4g", ch.After), pct(ch.Change.Change), ch.statusText(), "`" + ch.ID + "`"})
 		}
 	}
+	for _, g := range r.Gone {
+		t.Notes = append(t.Notes, fmt.Sprintf("Reported, no longer found: `%s` %s at run %d (commit %s), `%s`: %s.",
+			g.Series, g.Dir, g.Run.Index, dash(g.Run.Commit), g.ID, g))
+	}
 	for _, o := range r.Outliers {
 		t.Notes = append(t.Notes, fmt.Sprintf("Outlier run %d (commit %s): `%s` %.4g against its segment's %.4g (%s, %.1fσ), not a change.",
 			o.Run.Index, dash(o.Run.Commit), o.Key, o.Value, o.SegmentMean, pct(o.Change), o.Sigmas))

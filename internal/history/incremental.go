@@ -29,28 +29,37 @@ const maxAppended = 200
 // is stored for the next call. The Analysis's Runs carry each run's id,
 // test id and commit only; its analyzer has no drift before its tail.
 func AnalyzeAppended(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config) (an *Analysis, appended bool, err error) {
+	an, _, appended, err = analyzeAppended(ctx, s, l, cfg, nil)
+	return an, appended, err
+}
+
+// analyzeAppended is AnalyzeAppended that also gives the analysis before
+// the runs fresh (their ids) were recorded: the checkpoint's own result
+// when the analysis continues it, else the line analysed without them.
+func analyzeAppended(ctx context.Context, s *runstore.Store, l runstore.Line, cfg changepoint.Config, fresh []int64) (an, before *Analysis, appended bool, err error) {
 	l.WithExcluded = false
 	runs, err := s.LineRefs(ctx, l)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	a, count, err := restore(ctx, s, l, runs, cfg)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	if a != nil {
+		before = &Analysis{Test: l.Test, Runs: runs[:count], Analyzer: a, Result: a.Result()}
 		if err := appendRuns(ctx, s, l, a, runs, count); err != nil {
 			if !errors.Is(err, changepoint.ErrCheckpoint) {
-				return nil, false, err
+				return nil, nil, false, err
 			}
-			a = nil
+			a, before = nil, nil
 		}
 	}
 	var res changepoint.Result
 	if a == nil {
 		full, err := Analyze(ctx, s, l, cfg)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		// The runs the analysis read (a run recorded since LineRefs is
 		// among them).
@@ -59,9 +68,14 @@ func AnalyzeAppended(ctx context.Context, s *runstore.Store, l runstore.Line, cf
 		res = a.Result()
 	}
 	if err := saveCheckpoint(ctx, s, l, runs, a); err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: res}, count > 0, nil
+	if before == nil && fresh != nil {
+		if before, err = analyzeWithout(ctx, s, l, cfg, fresh); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return &Analysis{Test: l.Test, Runs: runs, Analyzer: a, Result: res}, before, count > 0, nil
 }
 
 // lineHash identifies the first n runs of a line: their ids in order.
@@ -152,11 +166,15 @@ func saveCheckpoint(ctx context.Context, s *runstore.Store, l runstore.Line, run
 	return s.SaveCheckpoint(ctx, l, runstore.Checkpoint{Runs: len(runs), LineHash: lineHash(runs), State: data})
 }
 
-// PreviewChanges is what `history record` reports after storing runs:
-// the line's change points with their stored lifecycle (none stored as
-// reported) and its outlier runs, from AnalyzeAppended, without drift.
-func PreviewChanges(ctx context.Context, s *runstore.Store, l runstore.Line) (*ChangesReport, error) {
-	an, _, err := AnalyzeAppended(ctx, s, l, changepoint.Config{})
+// PreviewChanges is what `history record` reports after storing runs
+// (fresh: the ids of the runs it stored): how the line's change points
+// differ from the analysis before them, with the stored lifecycle (none
+// stored as reported), and the outlier runs among the fresh ones.
+func PreviewChanges(ctx context.Context, s *runstore.Store, l runstore.Line, fresh []int64) (*RunChanges, error) {
+	if fresh == nil {
+		fresh = []int64{}
+	}
+	an, before, _, err := analyzeAppended(ctx, s, l, changepoint.Config{}, fresh)
 	if err != nil {
 		return nil, err
 	}
@@ -167,5 +185,5 @@ func PreviewChanges(ctx context.Context, s *runstore.Store, l runstore.Line) (*C
 	if err != nil {
 		return nil, err
 	}
-	return an.Report(stored, 1, nil), nil
+	return an.Since(before, stored, fresh), nil
 }

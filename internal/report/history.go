@@ -21,6 +21,10 @@ type HistorySeries struct {
 	// Band is the envelope's band of the figure (min and max across the
 	// baseline runs); nil without an envelope or a band for it.
 	Band *chart.Band
+	// BandFrom is the line index of the first run the band was made
+	// from: the band is drawn from that run on (0: across every run, its
+	// runs not in the line).
+	BandFrom int
 }
 
 // HistoryReport is a line of history analysed: the change points,
@@ -59,8 +63,8 @@ func WriteHistoryReport(r HistoryReport, mdPath string) error {
 		notes := b.Len()
 		for _, ch := range r.Changes.Changes {
 			if ch.Figure == s.Key.Figure && ch.Endpoint == s.Key.Endpoint {
-				fmt.Fprintf(&b, "- Change point at run %d (%s): %s, %s → %s (%s), status %s.\n", ch.Run.Index, r.Labels[ch.Run.Index-1],
-					ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.Status)
+				fmt.Fprintf(&b, "- Change point at run %d (%s): %s, %s → %s (%s), %s.\n", ch.Run.Index, r.Labels[ch.Run.Index-1],
+					ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.StateText())
 			}
 		}
 		for _, o := range r.Changes.Outliers {
@@ -107,10 +111,19 @@ func historySummary(b *strings.Builder, r HistoryReport) {
 	if len(rep.Changes) == 0 {
 		b.WriteString("None.\n")
 	} else {
-		b.WriteString("| Series | Run | Commit | Direction | Before | After | Change | p | Status | Id |\n| :-- | --: | :-- | :-- | --: | --: | --: | --: | :-- | :-- |\n")
+		b.WriteString("State: new (no `history changes` reported it yet), reported (reported, not acknowledged), or the status `history ack` gave it.\n\n")
+		b.WriteString("| Series | Run | Commit | Direction | Before | After | Change | p | State | Id |\n| :-- | --: | :-- | :-- | --: | --: | --: | --: | :-- | :-- |\n")
 		for _, ch := range rep.Changes {
 			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | %.2g | %s | `%s` |\n", ch.Key, ch.Run.Index, r.Labels[ch.Run.Index-1],
-				ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.P, ch.Status, ch.ID)
+				ch.Direction, envFig(ch.Before), envFig(ch.After), signedPct(ch.Change.Change), ch.P, ch.StateText(), ch.ID)
+		}
+	}
+	if len(rep.Gone) > 0 {
+		b.WriteString("\n## Reported, no longer found\n\nChanges reported before that the analysis no longer finds, with why; each keeps its id until acknowledged.\n\n")
+		b.WriteString("| Series | Run | Commit | Direction | Before | After | Why | Id |\n| :-- | --: | :-- | :-- | --: | --: | :-- | :-- |\n")
+		for _, g := range rep.Gone {
+			fmt.Fprintf(b, "| `%s` | %d | %s | %s | %s | %s | %s | `%s` |\n", g.Series, g.Run.Index, g.Run.Commit,
+				g.Dir, envFig(g.Before), envFig(g.After), g, g.ID)
 		}
 	}
 	if len(rep.Suspected) > 0 {
@@ -224,7 +237,19 @@ func historyChart(r HistoryReport, s HistorySeries) chart.Chart {
 		c.Lines = append(c.Lines, chart.Series{Name: fmt.Sprintf("drift %s", signedPct(d.Change)), Values: line, Dashed: true})
 	}
 	if s.Band != nil {
-		c.Bands = []chart.Band{*s.Band}
+		b := *s.Band
+		b.From = 0
+		if s.BandFrom > 0 {
+			// From the series' first run at or after the band's first.
+			b.From = n - 1
+			for i, run := range s.Runs {
+				if run.Index >= s.BandFrom {
+					b.From = i
+					break
+				}
+			}
+		}
+		c.Bands = []chart.Band{b}
 	}
 	return c
 }

@@ -90,3 +90,37 @@ func TestHistoryChartSuspectAndDrift(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestHistoryChartBandFrom: the envelope's band is drawn from the
+// series' first run at or after the envelope's first run in the line,
+// not across the commits before it; a series without that run starts
+// at its next one; without a first run the band spans every run.
+func TestHistoryChartBandFrom(t *testing.T) {
+	r := historyCase()
+	s := r.Series[0]
+	s.Band = &chart.Band{Name: "envelope", Low: 110, High: 130}
+	for _, c := range []struct {
+		from, want int
+		drop       int // a run of the series left out (0: none)
+	}{
+		{0, 0, 0},
+		{1, 0, 0},
+		{21, 20, 0},
+		{21, 20, 21}, // run 21 missing: from run 22, the 21st of the series
+		{30, 29, 0},
+	} {
+		s := s
+		s.BandFrom = c.from
+		if c.drop > 0 {
+			s.Runs = append(append([]changepoint.Run{}, s.Runs[:c.drop-1]...), s.Runs[c.drop:]...)
+		}
+		ch := historyChart(r, s)
+		if len(ch.Bands) != 1 || ch.Bands[0].From != c.want {
+			t.Errorf("band from run %d (run %d left out): %+v, want from category %d", c.from, c.drop, ch.Bands, c.want)
+			continue
+		}
+		if got := s.Runs[ch.Bands[0].From].Index; c.from > 0 && (got < c.from || ch.Bands[0].From > 0 && s.Runs[ch.Bands[0].From-1].Index >= c.from) {
+			t.Errorf("band from run %d starts at run %d", c.from, got)
+		}
+	}
+}

@@ -92,20 +92,39 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`)
 	return first, nil
 }
 
-// Ack sets a reported change point's status and note; which statuses a
-// change may be given is the caller's to check (history.ParseStatus).
-func (s *Store) Ack(ctx context.Context, id, status, note string) (StoredChange, error) {
-	res, err := s.db.ExecContext(ctx, s.d.rebind("UPDATE changes SET status = ?, note = ?, updated_at = ? WHERE id = ?"),
-		status, note, s.d.timeArg(time.Now().UTC()), id)
+// Ack sets reported change points' status and note, all or none: an id
+// no change has fails the whole call, naming it. Which statuses a change
+// may be given is the caller's to check (history.ParseStatus). The
+// changes are returned as stored, in the order of ids.
+func (s *Store) Ack(ctx context.Context, ids []string, status, note string) ([]StoredChange, error) {
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("history %s: no change point to set", s.Where)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return StoredChange{}, fmt.Errorf("history %s: %w", s.Where, err)
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return StoredChange{}, fmt.Errorf("history %s: no reported change point %s (give an id as history changes shows it)", s.Where, id)
+	defer tx.Rollback() //nolint:errcheck // after Commit, a no-op
+	upd := s.d.rebind("UPDATE changes SET status = ?, note = ?, updated_at = ? WHERE id = ?")
+	sel := s.d.rebind("SELECT " + changeColumns + " FROM changes WHERE id = ?")
+	now := s.d.timeArg(time.Now().UTC())
+	out := make([]StoredChange, 0, len(ids))
+	for _, id := range ids {
+		res, err := tx.ExecContext(ctx, upd, status, note, now, id)
+		if err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return nil, fmt.Errorf("history %s: no reported change point %s (give an id as history changes shows it); none set", s.Where, id)
+		}
+		c, err := scanChange(tx.QueryRowContext(ctx, sel, id))
+		if err != nil {
+			return nil, fmt.Errorf("history %s: %w", s.Where, err)
+		}
+		out = append(out, c)
 	}
-	c, err := scanChange(s.db.QueryRowContext(ctx, s.d.rebind("SELECT "+changeColumns+" FROM changes WHERE id = ?"), id))
-	if err != nil {
-		return StoredChange{}, fmt.Errorf("history %s: %w", s.Where, err)
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("history %s: %w", s.Where, err)
 	}
-	return c, nil
+	return out, nil
 }

@@ -27,9 +27,12 @@ func TestChangeLifecycle(t *testing.T) {
 		if err != nil || again[0] {
 			t.Fatalf("second report: %v, %v", again, err)
 		}
-		c, err := s.Ack(ctx, "a1", "false_positive", "noisy host")
-		if err != nil || c.Status != "false_positive" || c.Note != "noisy host" || c.Endpoint != "upload" || c.RunIndex != 11 || c.Before != 76 {
-			t.Fatalf("ack: %+v, %v", c, err)
+		acked, err := s.Ack(ctx, []string{"a1"}, "false_positive", "noisy host")
+		if err != nil || len(acked) != 1 {
+			t.Fatalf("ack: %+v, %v", acked, err)
+		}
+		if c := acked[0]; c.Status != "false_positive" || c.Note != "noisy host" || c.Endpoint != "upload" || c.RunIndex != 11 || c.Before != 76 {
+			t.Fatalf("ack: %+v", c)
 		}
 		got, err := s.StoredChanges(ctx, "t")
 		if err != nil || len(got) != 2 || got[0].FirstReported.IsZero() {
@@ -41,8 +44,17 @@ func TestChangeLifecycle(t *testing.T) {
 				t.Errorf("%s: %s %s", g.ID, g.Status, g.Direction)
 			}
 		}
-		if _, err := s.Ack(ctx, "zz", "fixed", ""); err == nil || !strings.Contains(err.Error(), "no reported change point zz") {
+		// Several ids at once, all or none: an unknown one among them
+		// sets none.
+		if _, err := s.Ack(ctx, []string{"b2", "zz"}, "fixed", ""); err == nil || !strings.Contains(err.Error(), "no reported change point zz") {
 			t.Errorf("ack of an unknown id: %v", err)
+		}
+		if got, err := s.StoredChanges(ctx, "t"); err != nil || got[1].Status != "new" {
+			t.Errorf("after a failed ack, b2 is %+v, %v", got[1], err)
+		}
+		both, err := s.Ack(ctx, []string{"b2", "a1"}, "acknowledged", "one release")
+		if err != nil || len(both) != 2 || both[0].ID != "b2" || both[1].ID != "a1" || both[0].Status != "acknowledged" || both[1].Note != "one release" {
+			t.Errorf("ack of two: %+v, %v", both, err)
 		}
 	})
 }
