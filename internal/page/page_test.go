@@ -1,0 +1,254 @@
+package page
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/report"
+)
+
+// envelopeReport writes the report of the envelope of the embedded k6
+// runs, with its charts, and returns the Markdown and its folder.
+func envelopeReport(t *testing.T) ([]byte, string) {
+	t.Helper()
+	env, err := demo.Envelope()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	md := filepath.Join(dir, "report.md")
+	if err := report.WriteEnvelopeReport(env, md); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, dir
+}
+
+// fetched finds the values of the attributes a browser loads by itself.
+var fetched = regexp.MustCompile(`<(img|source|script|link|iframe|video|audio|embed)\b[^>]*?\b(src|srcset|href)="([^"]*)"`)
+
+// CheckSelfContained fails t when the page names anything it would fetch
+// other than a data: URI, and returns how many images it holds, after
+// checking each decodes as a PNG with a size.
+func checkSelfContained(t *testing.T, page []byte) int {
+	t.Helper()
+	images := 0
+	for _, m := range fetched.FindAllSubmatch(page, -1) {
+		val := string(m[3])
+		for _, cand := range strings.Split(val, ", data:") {
+			cand = strings.TrimPrefix(cand, "data:")
+			cand = strings.Fields(cand)[0]
+			b64, ok := strings.CutPrefix(cand, "image/png;base64,")
+			if !ok {
+				t.Errorf("<%s %s> names %.60q, not an inline PNG", m[1], m[2], val)
+				continue
+			}
+			raw, err := base64.StdEncoding.DecodeString(b64)
+			if err != nil {
+				t.Errorf("<%s %s>: %v", m[1], m[2], err)
+				continue
+			}
+			cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+			if err != nil || cfg.Width == 0 || cfg.Height == 0 {
+				t.Errorf("<%s %s>: not a PNG with a size: %v %dx%d", m[1], m[2], err, cfg.Width, cfg.Height)
+			}
+			images++
+		}
+	}
+	if bytes.Contains(page, []byte(`src="http`)) || bytes.Contains(page, []byte(`srcset="http`)) {
+		t.Error("page has an http src/srcset")
+	}
+	return images
+}
+
+func TestRenderInlinesReportCharts(t *testing.T) {
+	md, dir := envelopeReport(t)
+	refs := regexp.MustCompile(`(src|srcset)="charts/[^"]+\.png"`).FindAll(md, -1)
+	if len(refs) < 4 {
+		t.Fatalf("the report names %d chart files; want the charts it draws", len(refs))
+	}
+	out, err := Render(Doc{Title: "Baseline envelope", Status: Info, Verdict: "five runs", Markdown: md, BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := checkSelfContained(t, out); n != len(refs) {
+		t.Errorf("%d inline images for the %d chart references of the Markdown", n, len(refs))
+	}
+	// Each chart's own file is inlined: the light throughput chart's bytes
+	// are in the page.
+	light, err := os.ReadFile(filepath.Join(dir, "charts", "light", "throughput.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(base64.StdEncoding.EncodeToString(light))) {
+		t.Error("the light throughput chart is not inlined")
+	}
+	if !bytes.Contains(out, []byte(`media="screen and (prefers-color-scheme: dark)"`)) {
+		t.Error("the dark charts are not limited to the screen: a printed page would take them")
+	}
+	again, err := Render(Doc{Title: "Baseline envelope", Status: Info, Verdict: "five runs", Markdown: md, BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, again) {
+		t.Error("the same report renders to different pages")
+	}
+}
+
+func TestRenderRefusesFetches(t *testing.T) {
+	_, dir := envelopeReport(t)
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("plain text, not an image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, md, want string
+	}{
+		{"remote image", `![x](https://example.com/a.png)`, "https://example.com/a.png is a remote or absolute address"},
+		{"plain http image", `<img src="http://example.com/a.png">`, "http://example.com/a.png is a remote"},
+		{"protocol-relative image", `<img src="//cdn.example.com/a.png">`, "//cdn.example.com/a.png is a remote"},
+		{"file URL", `<img src="file:///etc/a.png">`, "file:///etc/a.png is a remote"},
+		{"absolute path", `<img src="/charts/light/throughput.png">`, "/charts/light/throughput.png is an absolute path"},
+		{"remote candidate in a srcset", `<picture><source srcset="charts/light/throughput.png 1x, https://example.com/b.png 2x"><img src="charts/light/throughput.png"></picture>`, "https://example.com/b.png is a remote"},
+		{"remote stylesheet", `<link rel="stylesheet" href="https://fonts.example.com/a.css">`, `<link href="https://fonts.example.com/a.css">`},
+		{"local stylesheet", `<link rel="stylesheet" href="style.css">`, "only images"},
+		{"remote script", `<script src="https://example.com/a.js"></script>`, `<script src="https://example.com/a.js">`},
+		{"local script", `<script src="app.js"></script>`, "the page would fetch app.js"},
+		{"css url", `<div style="background: url(https://example.com/b.png)">x</div>`, "the style loads url(https://example.com/b.png"},
+		{"css import", "<style>@import 'https://example.com/a.css';</style>", "the style loads @import"},
+		{"missing image", `![x](charts/light/none.png)`, "none.png"},
+		{"not an image", `![x](notes.txt)`, "not a PNG, SVG, JPEG, GIF or WebP image"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(Doc{Title: "t", Status: Info, Verdict: "v", Markdown: []byte(tc.md + "\n"), BaseDir: dir})
+			if err == nil {
+				t.Fatalf("%s rendered", tc.md)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderKeepsLinksAndDataURIs(t *testing.T) {
+	const data = "data:image/png;base64,iVBORw0KGgo="
+	md := "See [k6](https://grafana.com/docs/k6/) and [the Markdown](report.md).\n\n<img alt=\"dot\" src=\"" + data + "\">\n"
+	out, err := Render(Doc{Title: "t", Status: Info, Verdict: "v", Markdown: []byte(md)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<a href="https://grafana.com/docs/k6/">k6</a>`, `<a href="report.md">`, `src="` + data + `"`} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}
+
+func TestRenderEscapes(t *testing.T) {
+	out, err := Render(Doc{Title: `</title><script>alert(1)</script> & "q"`, Status: Fail, Verdict: `<img src=x onerror=alert(1)> p95 > 5%`, Markdown: []byte("# x\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script>alert", "<img src=x"} {
+		if bytes.Contains(out, []byte(bad)) {
+			t.Errorf("page has %q unescaped", bad)
+		}
+	}
+	for _, want := range []string{"<title>&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt; &amp; &#34;q&#34;</title>", "&lt;img src=x onerror=alert(1)&gt; p95 &gt; 5%"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+}
+
+func TestVerdictBanner(t *testing.T) {
+	for _, tc := range []struct {
+		status Status
+		want   string
+	}{
+		{Pass, `<div class="verdict verdict-pass" role="status"><strong class="verdict-kind">Pass</strong> <span class="verdict-text">no regression</span></div>`},
+		{Fail, `<div class="verdict verdict-fail" role="status"><strong class="verdict-kind">Fail</strong> <span class="verdict-text">no regression</span></div>`},
+		{Info, `<div class="verdict verdict-info" role="status"><strong class="verdict-kind">Summary</strong> <span class="verdict-text">no regression</span></div>`},
+	} {
+		t.Run(string(tc.status), func(t *testing.T) {
+			out, err := Render(Doc{Title: "t", Status: tc.status, Verdict: "no regression", Markdown: []byte("text\n")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(out, []byte(tc.want)) {
+				t.Errorf("banner missing:\n%s", out[:min(len(out), 4000)])
+			}
+			css := ".verdict-" + string(tc.status) + " {"
+			if !bytes.Contains(out, []byte(css)) {
+				t.Errorf("no style for %s", css)
+			}
+		})
+	}
+	for _, d := range []Doc{
+		{Title: "t", Status: "ok", Verdict: "v"},
+		{Title: "t", Status: Pass},
+		{Status: Pass, Verdict: "v"},
+	} {
+		if _, err := Render(d); err == nil {
+			t.Errorf("%+v rendered", d)
+		}
+	}
+}
+
+// Tables scroll in their own wrapper and get the sorting script; the
+// styles cover both schemes and print, and nothing is loaded.
+func TestTablesAndStyles(t *testing.T) {
+	md := "| Figure | Change |\n| :-- | --: |\n| p95 | +1.7% |\n| median | -0.4% |\n\n- item\n\n| Only | Header |\n| -- | -- |\n| a | b |\n"
+	out, err := Render(Doc{Title: "t", Status: Pass, Verdict: "v", Markdown: []byte(md)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(out, []byte(`<div class="table-wrap"><table>`)); n != 2 {
+		t.Errorf("%d tables in a scrolling wrapper, want 2", n)
+	}
+	for _, want := range []string{
+		`<meta name="viewport" content="width=device-width, initial-scale=1">`,
+		"@media screen and (prefers-color-scheme: dark)",
+		"@media print",
+		".table-wrap { overflow-x: auto;",
+		`th.setAttribute("aria-sort"`,
+		`addEventListener("click"`,
+		`<td style="text-align:right">+1.7%</td>`,
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if checkSelfContained(t, out) != 0 {
+		t.Error("images in a page without any")
+	}
+	for _, bad := range []string{"@font-face", "@import", "fonts.googleapis", "://"} {
+		if bytes.Contains(out, []byte(bad)) {
+			t.Errorf("page has %q", bad)
+		}
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "page.html")
+	if err := WriteFile(path, Doc{Title: "t", Status: Pass, Verdict: "written", Markdown: []byte("x\n")}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(b, []byte("written")) {
+		t.Errorf("page not written: %v", err)
+	}
+	if err := WriteFile(filepath.Join(t.TempDir(), "p.html"), Doc{Title: "t", Status: Pass, Verdict: "v", Markdown: []byte("![x](https://example.com/a.png)\n")}); err == nil {
+		t.Error("a page with a remote image was written")
+	}
+}
