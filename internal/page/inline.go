@@ -22,12 +22,13 @@ import (
 // (a printed page takes the light one). Any other reference the browser
 // would fetch is an error: remote or absolute addresses anywhere, and
 // relative ones outside <img> and <source>. Links (<a href>) are left as
-// they are: following one is the reader's choice.
-func selfContained(body []byte, baseDir string) ([]byte, error) {
+// they are: following one is the reader's choice. heading is the text of
+// the first <h1>.
+func selfContained(body []byte, baseDir string) (page []byte, heading string, err error) {
 	ctx := &html.Node{Type: html.ElementNode, Data: "body", DataAtom: atom.Body}
 	nodes, err := html.ParseFragment(bytes.NewReader(body), ctx)
 	if err != nil {
-		return nil, fmt.Errorf("parse the rendered HTML: %w", err)
+		return nil, "", fmt.Errorf("parse the rendered HTML: %w", err)
 	}
 	// The nodes hang under one root, so a top-level table has a parent to
 	// be wrapped in.
@@ -37,15 +38,15 @@ func selfContained(body []byte, baseDir string) ([]byte, error) {
 	}
 	in := &inliner{baseDir: baseDir, uris: map[string]string{}}
 	if err := in.walk(root); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var out bytes.Buffer
 	for n := root.FirstChild; n != nil; n = n.NextSibling {
 		if err := html.Render(&out, n); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
-	return out.Bytes(), nil
+	return out.Bytes(), in.heading, nil
 }
 
 // inliner rewrites one page; uris caches each file's data: URI, since a
@@ -53,6 +54,7 @@ func selfContained(body []byte, baseDir string) ([]byte, error) {
 type inliner struct {
 	baseDir string
 	uris    map[string]string
+	heading string // the first <h1>'s text
 }
 
 // fetching are the attributes whose value the browser loads on its own.
@@ -62,6 +64,9 @@ func (in *inliner) walk(n *html.Node) error {
 	if n.Type == html.ElementNode {
 		if err := in.element(n); err != nil {
 			return err
+		}
+		if n.DataAtom == atom.H1 && in.heading == "" {
+			in.heading = strings.Join(strings.Fields(text(n)), " ")
 		}
 	}
 	// The next sibling is taken first: wrapping a table moves it.
@@ -256,4 +261,16 @@ func hasClass(n *html.Node, class string) bool {
 		}
 	}
 	return false
+}
+
+// text is the text inside n.
+func text(n *html.Node) string {
+	if n.Type == html.TextNode {
+		return n.Data
+	}
+	var b strings.Builder
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		b.WriteString(text(c))
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ package page
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -45,7 +46,9 @@ func (s Status) label() (string, error) {
 
 // Doc is one report to render as a page.
 type Doc struct {
-	Title  string // the page's <title>
+	// Title is the page's <title>; empty, the text of the Markdown's first
+	// level-1 heading.
+	Title  string
 	Status Status // the verdict's kind, drives the banner colour
 	// Verdict is one line shown in a banner at the top: the report's
 	// verdict or headline, as plain text.
@@ -88,19 +91,22 @@ func Render(d Doc) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Title == "" {
-		return nil, fmt.Errorf("page: no title")
-	}
-	if d.Verdict == "" {
-		return nil, fmt.Errorf("page %q: no verdict line", d.Title)
-	}
 	var body bytes.Buffer
 	if err := markdown.Convert(d.Markdown, &body); err != nil {
 		return nil, fmt.Errorf("page %q: markdown: %w", d.Title, err)
 	}
-	inlined, err := selfContained(body.Bytes(), d.BaseDir)
+	inlined, heading, err := selfContained(body.Bytes(), d.BaseDir)
 	if err != nil {
-		return nil, fmt.Errorf("page %q: %w", d.Title, err)
+		return nil, fmt.Errorf("page %q: %w", cmp.Or(d.Title, heading), err)
+	}
+	if d.Title == "" {
+		d.Title = heading
+	}
+	if d.Title == "" {
+		return nil, fmt.Errorf("page: no title, and no level-1 heading in the Markdown to take it from")
+	}
+	if d.Verdict == "" {
+		return nil, fmt.Errorf("page %q: no verdict line", d.Title)
 	}
 	var out bytes.Buffer
 	err = pageTemplate.Execute(&out, struct {

@@ -3,7 +3,6 @@ package page
 import (
 	"bytes"
 	"encoding/base64"
-	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/page/pagetest"
 	"github.com/envelope-dev/envelope/internal/report"
 )
 
@@ -34,43 +34,6 @@ func envelopeReport(t *testing.T) ([]byte, string) {
 	return b, dir
 }
 
-// fetched finds the values of the attributes a browser loads by itself.
-var fetched = regexp.MustCompile(`<(img|source|script|link|iframe|video|audio|embed)\b[^>]*?\b(src|srcset|href)="([^"]*)"`)
-
-// CheckSelfContained fails t when the page names anything it would fetch
-// other than a data: URI, and returns how many images it holds, after
-// checking each decodes as a PNG with a size.
-func checkSelfContained(t *testing.T, page []byte) int {
-	t.Helper()
-	images := 0
-	for _, m := range fetched.FindAllSubmatch(page, -1) {
-		val := string(m[3])
-		for _, cand := range strings.Split(val, ", data:") {
-			cand = strings.TrimPrefix(cand, "data:")
-			cand = strings.Fields(cand)[0]
-			b64, ok := strings.CutPrefix(cand, "image/png;base64,")
-			if !ok {
-				t.Errorf("<%s %s> names %.60q, not an inline PNG", m[1], m[2], val)
-				continue
-			}
-			raw, err := base64.StdEncoding.DecodeString(b64)
-			if err != nil {
-				t.Errorf("<%s %s>: %v", m[1], m[2], err)
-				continue
-			}
-			cfg, err := png.DecodeConfig(bytes.NewReader(raw))
-			if err != nil || cfg.Width == 0 || cfg.Height == 0 {
-				t.Errorf("<%s %s>: not a PNG with a size: %v %dx%d", m[1], m[2], err, cfg.Width, cfg.Height)
-			}
-			images++
-		}
-	}
-	if bytes.Contains(page, []byte(`src="http`)) || bytes.Contains(page, []byte(`srcset="http`)) {
-		t.Error("page has an http src/srcset")
-	}
-	return images
-}
-
 func TestRenderInlinesReportCharts(t *testing.T) {
 	md, dir := envelopeReport(t)
 	refs := regexp.MustCompile(`(src|srcset)="charts/[^"]+\.png"`).FindAll(md, -1)
@@ -81,7 +44,7 @@ func TestRenderInlinesReportCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := checkSelfContained(t, out); n != len(refs) {
+	if n := pagetest.PNGs(t, out); n != len(refs) {
 		t.Errorf("%d inline images for the %d chart references of the Markdown", n, len(refs))
 	}
 	// Each chart's own file is inlined: the light throughput chart's bytes
@@ -197,7 +160,7 @@ func TestVerdictBanner(t *testing.T) {
 	for _, d := range []Doc{
 		{Title: "t", Status: "ok", Verdict: "v"},
 		{Title: "t", Status: Pass},
-		{Status: Pass, Verdict: "v"},
+		{Status: Pass, Verdict: "v", Markdown: []byte("## not a title\n")},
 	} {
 		if _, err := Render(d); err == nil {
 			t.Errorf("%+v rendered", d)
@@ -229,7 +192,7 @@ func TestTablesAndStyles(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	if checkSelfContained(t, out) != 0 {
+	if pagetest.PNGs(t, out) != 0 {
 		t.Error("images in a page without any")
 	}
 	for _, bad := range []string{"@font-face", "@import", "fonts.googleapis", "://"} {
@@ -250,5 +213,17 @@ func TestWriteFile(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(t.TempDir(), "p.html"), Doc{Title: "t", Status: Pass, Verdict: "v", Markdown: []byte("![x](https://example.com/a.png)\n")}); err == nil {
 		t.Error("a page with a remote image was written")
+	}
+}
+
+// Without a title the page takes its first level-1 heading's text.
+func TestTitleFromHeading(t *testing.T) {
+	md, dir := envelopeReport(t)
+	out, err := Render(Doc{Status: Info, Verdict: "v", Markdown: md, BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<title>Baseline envelope: " + demo.Name + "</title>"; !bytes.Contains(out, []byte(want)) {
+		t.Errorf("page lacks %s", want)
 	}
 }
