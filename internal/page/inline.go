@@ -77,10 +77,52 @@ func (in *inliner) walk(n *html.Node) error {
 		}
 		c = next
 	}
-	if n.Type == html.ElementNode && n.DataAtom == atom.Table {
+	switch {
+	case n.Type != html.ElementNode:
+	case n.DataAtom == atom.Table:
 		wrapTable(n)
+	case n.DataAtom == atom.Picture:
+		dropFallbackSources(n)
+	case n.DataAtom == atom.Td && numeric.MatchString(text(n)):
+		n.Attr = append(n.Attr, html.Attribute{Key: "class", Val: "num"})
 	}
 	return nil
+}
+
+// numeric matches a cell that starts with a figure ("6.67 ms", "+1.7%",
+// "[-2.1, +0.4]"): the page keeps such a cell on one line, so a narrow
+// screen scrolls the table rather than break a number from its unit.
+var numeric = regexp.MustCompile(`^\s*[\[(]?[+\-\x{2212}]?\d`)
+
+// dropFallbackSources removes a <picture>'s <source> that offers the
+// same image as its <img>: the <img> is what the browser shows when no
+// other source matches, so the page carries that image once less.
+func dropFallbackSources(p *html.Node) {
+	var img string
+	for c := p.FirstChild; c != nil; c = c.NextSibling {
+		if c.DataAtom == atom.Img {
+			img = attr(c, "src")
+		}
+	}
+	if img == "" {
+		return
+	}
+	for c := p.FirstChild; c != nil; {
+		next := c.NextSibling
+		if c.DataAtom == atom.Source && attr(c, "srcset") == img {
+			p.RemoveChild(c)
+		}
+		c = next
+	}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
 }
 
 // element checks and rewrites one element's attributes.
