@@ -146,7 +146,7 @@ func TestComparePage(t *testing.T) {
 	fx := "k6/baseline-mix-v2.2.0/"
 	for _, tc := range []struct {
 		name, run, status, banner, exit string
-		code                             int
+		code                            int
 	}{
 		{"like for like", fixtures.Path(t, fx+"baseline-c.summary.json"), "pass", "No regression: 1 candidate run against envelope mix (exit 0)", "exits 0", 0},
 		{"regressed", fixtures.Path(t, fx+"regressed-auth-errors.ndjson.gz"), "fail", "Regression in ", "exits 1", 1},
