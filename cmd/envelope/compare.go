@@ -174,7 +174,7 @@ func demoCompare(_ context.Context, d *demoEnv) error {
 // of all of them (a like-for-like check that should find no regression)
 // and says which runs were compared before the sentences.
 func demoCompareLines(env *envelope.Envelope, in []figures.Run) ([]string, error) {
-	runs := in[len(in)-2:]
+	runs := demoCandidates(in)
 	var cands, base []string
 	for _, r := range runs {
 		cands = append(cands, filepath.Base(r.Source))
@@ -194,6 +194,10 @@ func demoCompareLines(env *envelope.Envelope, in []figures.Run) ([]string, error
 	lines = append(lines, res.Sentences...)
 	return lines, nil
 }
+
+// demoCandidates are the runs the demo compares with the envelope: the
+// last two sample runs.
+func demoCandidates(in []figures.Run) []figures.Run { return in[len(in)-2:] }
 
 // candidateWarmup is the warm-up to drop from candidate runs: the flag
 // when given, else the one the envelope recorded, so candidates are
