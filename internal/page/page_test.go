@@ -234,3 +234,56 @@ func TestTitleFromHeading(t *testing.T) {
 		t.Errorf("page lacks %s", want)
 	}
 }
+
+// Images are inlined with their type, from the extension or, without
+// one, from their first bytes; every candidate of a srcset is inlined.
+func TestInlineImageTypes(t *testing.T) {
+	_, reportDir := envelopeReport(t)
+	chart, err := os.ReadFile(filepath.Join(reportDir, "charts", "light", "throughput.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4" height="4"/></svg>`)
+	// An SVG opening with a comment is known by its extension only.
+	commented := append([]byte("<!-- drawn by hand -->\n"), svg...)
+	jpeg := []byte{0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 'J', 'F', 'I', 'F', 0}
+	dir := t.TempDir()
+	files := map[string][]byte{"a.png": chart, "chart": chart, "b.svg": svg, "drawing": svg, "c.jpg": jpeg, "photo": jpeg, "d.svg": commented}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"a.png", "data:image/png;base64," + base64.StdEncoding.EncodeToString(chart)},
+		{"chart", "data:image/png;base64," + base64.StdEncoding.EncodeToString(chart)},
+		{"b.svg", "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg)},
+		{"drawing", "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(svg)},
+		{"c.jpg", "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg)},
+		{"photo", "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg)},
+		{"d.svg", "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(commented)},
+	} {
+		out, err := Render(Doc{Title: "t", Status: Info, Verdict: "v", Markdown: []byte("![x](" + tc.src + ")\n"), BaseDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(out, []byte(`src="`+tc.want+`"`)) {
+			t.Errorf("%s is not inlined as %.40s…", tc.src, tc.want)
+		}
+	}
+	md := `<picture><source srcset="a.png 1x, b.svg 2x"><source srcset="data:image/png;base64,iVBORw0KGgo= 1x, c.jpg 2x"><source srcset="b.svg, c.jpg"><img src="a.png"></picture>` + "\n"
+	out, err := Render(Doc{Title: "t", Status: Info, Verdict: "v", Markdown: []byte(md), BaseDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	png64, svg64, jpg64 := base64.StdEncoding.EncodeToString(chart), base64.StdEncoding.EncodeToString(svg), base64.StdEncoding.EncodeToString(jpeg)
+	for _, want := range []string{
+		`srcset="data:image/png;base64,` + png64 + ` 1x, data:image/svg+xml;base64,` + svg64 + ` 2x"`,
+		`srcset="data:image/png;base64,iVBORw0KGgo= 1x, data:image/jpeg;base64,` + jpg64 + ` 2x"`,
+		`srcset="data:image/svg+xml;base64,` + svg64 + `, data:image/jpeg;base64,` + jpg64 + `"`,
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("page lacks %.120s…", want)
+		}
+	}
+}
