@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/page/pagetest"
 )
 
@@ -61,7 +64,7 @@ func TestEnvelopeReportPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each chart in both themes.
-	page, banner := readPage(t, want, 2*strings.Count(string(mdText), "<picture>"))
+	doc, banner := readPage(t, want, 2*strings.Count(string(mdText), "<picture>"))
 	// The banner says what the envelope is: its runs and bands.
 	for _, w := range []string{"across 2 runs", "p95 ", "req/s", "errors: "} {
 		if !strings.Contains(banner, w) {
@@ -71,7 +74,7 @@ func TestEnvelopeReportPage(t *testing.T) {
 	if banner != strings.ReplaceAll(strings.TrimSpace(headline(env)), "\n", "; ") {
 		t.Errorf("banner %q is not the envelope's headline", banner)
 	}
-	if !strings.Contains(page, "<title>Baseline envelope: mix</title>") || !strings.Contains(page, `class="verdict verdict-info"`) {
+	if !strings.Contains(doc, "<title>Baseline envelope: mix</title>") || !strings.Contains(doc, `class="verdict verdict-info"`) {
 		t.Error("page lacks its title or its info banner")
 	}
 }
@@ -96,11 +99,11 @@ func TestStageReportPage(t *testing.T) {
 		t.Fatalf("no key findings in %s", mdText)
 	}
 	first, _, _ := strings.Cut(findings, "\n")
-	page, banner := readPage(t, want, 2)
+	doc, banner := readPage(t, want, 2)
 	if first = strings.ReplaceAll(first, "**", ""); banner != first {
 		t.Errorf("banner %q, want the first finding %q", banner, first)
 	}
-	if !strings.Contains(page, "Endpoint Ranking") {
+	if !strings.Contains(doc, "Endpoint Ranking") {
 		t.Error("page lacks the ranking")
 	}
 }
@@ -125,14 +128,14 @@ func TestHistoryReportPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, banner := readPage(t, want, 2*strings.Count(string(mdText), "<picture>"))
+	doc, banner := readPage(t, want, 2*strings.Count(string(mdText), "<picture>"))
 	if w := m[1] + " runs, " + m[2] + " series: " + m[3] + " change points, " + m[4] + " outlier runs"; banner != w {
 		t.Errorf("banner %q, want %q", banner, w)
 	}
 	if m[1] != "30" || m[3] == "0" || m[4] == "0" {
 		t.Errorf("the 30 runs with a step and a slow run: %v", m)
 	}
-	if !strings.Contains(page, "Change points") {
+	if !strings.Contains(doc, "Change points") {
 		t.Error("page lacks the change points")
 	}
 }
@@ -161,11 +164,11 @@ func TestComparePage(t *testing.T) {
 			if code != tc.code || printed != "compare: "+file+"\n" {
 				t.Fatalf("--out: exit %d, printed %q: %s", code, printed, se)
 			}
-			page, banner := readPage(t, file, 0)
-			if page != so {
+			doc, banner := readPage(t, file, 0)
+			if doc != so {
 				t.Error("the page written with --out differs from the one on stdout")
 			}
-			if !strings.HasPrefix(banner, tc.banner) || !strings.Contains(page, `class="verdict verdict-`+tc.status+`"`) {
+			if !strings.HasPrefix(banner, tc.banner) || !strings.Contains(doc, `class="verdict verdict-`+tc.status+`"`) {
 				t.Errorf("banner %q (%s), want %q", banner, tc.status, tc.banner)
 			}
 			_, md, _ := cmpRun(t, "compare", "--envelope", envPath, "--format", "markdown", tc.run)
@@ -176,13 +179,13 @@ func TestComparePage(t *testing.T) {
 					if cell == "" || strings.Trim(cell, "-") == "" || strings.HasPrefix(cell, "#") {
 						continue
 					}
-					if !strings.Contains(html.UnescapeString(stripTags(page)), cell) {
+					if !strings.Contains(html.UnescapeString(stripTags(doc)), cell) {
 						t.Errorf("the page lacks %q", cell)
 					}
 				}
 			}
 			for _, w := range []string{"Window: the whole run", tc.exit, compareExitCodes} {
-				if !strings.Contains(page, w) {
+				if !strings.Contains(doc, w) {
 					t.Errorf("the page lacks %q", w)
 				}
 			}
@@ -203,4 +206,35 @@ func TestComparePage(t *testing.T) {
 // stripTags is an HTML text's characters without its tags.
 func stripTags(s string) string {
 	return regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, "")
+}
+
+// The compare page's banner follows the exit status, and says when no
+// figure could be judged at all.
+func TestCompareVerdict(t *testing.T) {
+	fig := func(name figures.Name, endpoint string, v compare.Verdict) compare.Figure {
+		return compare.Figure{Name: name, Endpoint: endpoint, Verdict: v}
+	}
+	for _, tc := range []struct {
+		name   string
+		res    compare.Result
+		status page.Status
+		want   string
+	}{
+		{"regression", compare.Result{Envelope: "e", Candidates: []string{"a", "b"}, Regressed: true, Figures: []compare.Figure{
+			fig(figures.P95, "", compare.Regression), fig(figures.Median, "", compare.Pass), fig(figures.P99, "auth_login", compare.Regression)}},
+			page.Fail, "Regression in aggregate p95, auth_login p99: 2 candidate runs against envelope e (exit 1)"},
+		{"pass", compare.Result{Envelope: "e", Candidates: []string{"a"}, Figures: []compare.Figure{
+			fig(figures.P95, "", compare.Inconclusive), fig(figures.P99, "", compare.NotJudgeable)}},
+			page.Pass, "No regression: 1 candidate run against envelope e (exit 0)"},
+		{"nothing judged", compare.Result{Envelope: "e", Candidates: []string{"a"}, Figures: []compare.Figure{
+			fig(figures.P95, "", compare.NoData), fig(figures.P99, "", compare.NotJudgeable)}},
+			page.Info, "Not judgeable: no figure of 1 candidate run could be judged against envelope e (exit 0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, got := compareVerdict(&tc.res)
+			if status != tc.status || got != tc.want {
+				t.Errorf("%s %q, want %s %q", status, got, tc.status, tc.want)
+			}
+		})
+	}
 }
