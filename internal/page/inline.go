@@ -18,8 +18,9 @@ import (
 
 // selfContained parses the rendered body and returns it with every
 // relative image inlined from baseDir as a data: URI, every table in a
-// scrolling wrapper, and the dark chart variant limited to the screen
-// (a printed page takes the light one). Any other reference the browser
+// scrolling wrapper with its number cells marked, a <picture>'s source
+// that repeats its <img> dropped, and the dark chart variant limited to
+// the screen (a printed page takes the light one). Any other reference the browser
 // would fetch is an error: remote or absolute addresses anywhere, and
 // relative ones outside <img> and <source>. Links (<a href>) are left as
 // they are: following one is the reader's choice. heading is the text of
@@ -57,8 +58,9 @@ type inliner struct {
 	heading string // the first <h1>'s text
 }
 
-// fetching are the attributes whose value the browser loads on its own.
-var fetching = map[string]bool{"src": true, "srcset": true, "poster": true, "data": true, "background": true, "xlink:href": true}
+// fetching are the attributes whose value the browser loads on its own;
+// href is one too, except on a link.
+var fetching = map[string]bool{"src": true, "srcset": true, "poster": true, "data": true, "background": true}
 
 func (in *inliner) walk(n *html.Node) error {
 	if n.Type == html.ElementNode {
