@@ -64,7 +64,7 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if err := report.WriteHistoryReport(hr, *out); err != nil {
 			return err
 		}
-		html, err := writePageBeside(*out, page.Info, fmt.Sprintf("%d runs, %d series: %d change points, %d outlier runs", rep.Runs, len(hr.Series), len(rep.Changes), len(rep.Outliers)))
+		html, err := writePageBeside(*out, page.Info, historyVerdict(rep, len(hr.Series)))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/stagereport"
 )
@@ -48,6 +49,12 @@ func stageVerdict(r *stagereport.StageReport) string {
 		return fmt.Sprintf("%s over %s; no finding", plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
 	}
 	return strings.ReplaceAll(r.Findings[0], "**", "")
+}
+
+// historyVerdict is the run history report's banner: what it analysed
+// and what it found, counted.
+func historyVerdict(rep *history.ChangesReport, series int) string {
+	return fmt.Sprintf("%d runs, %d series: %d change points, %d outlier runs", rep.Runs, series, len(rep.Changes), len(rep.Outliers))
 }
 
 // compareExitCodes is what compare's exit status means.
