@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,11 +19,12 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/k6"
+	"github.com/envelope-dev/envelope/internal/page"
 )
 
 // compareCommand adds `envelope compare`.
 func (c *cli) compareCommand(app *kingpin.Application) {
-	cmd := app.Command("compare", "Judge candidate runs against an envelope (exit 0: no regression, 1: regression, 2: bad input), or fit the Universal Scalability Law to runs at several load levels (--scaling).")
+	cmd := app.Command("compare", "Judge candidate runs against an envelope ("+compareExitCodes+"), or fit the Universal Scalability Law to runs at several load levels (--scaling).")
 	envPath := cmd.Flag("envelope", "Baseline envelope file.").ExistingFile()
 	tolerance := cmd.Flag("tolerance", "Override the envelope's tolerance: a latency rise and throughput drop (10%, 0.1), or latency=10%,throughput=5%,errors=0.1%.").String()
 	confidence := cmd.Flag("confidence", "Confidence of the intervals (default: the envelope's, else 0.95).").Float64()
@@ -33,12 +35,16 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 	unit := cmd.Flag("level-unit", "Unit of the levels, for the sentences and chart.").Default("VUs").String()
 	eff := cmd.Flag("efficiency", "Efficiency X(N)/(λN) below which throughput no longer scales linearly.").Default("0.8").Float64()
 	chartDir := cmd.Flag("chart-dir", "Folder for the scaling chart (light/ and dark/ PNGs); empty for none.").Default("charts").String()
-	format := cmd.Flag("format", cmdline.Choices("Output format: junit is one test case per figure (a regression fails), markdown for a pull-request comment or $GITHUB_STEP_SUMMARY.", compareFormats...)).Default("text").Enum(compareFormats...)
+	format := cmd.Flag("format", cmdline.Choices("Output format: junit is one test case per figure (a regression fails), markdown for a pull-request comment or $GITHUB_STEP_SUMMARY, html one self-contained page (no network needed) with a verdict banner.", compareFormats...)).Default("text").Enum(compareFormats...)
+	out := cmd.Flag("out", "Write the result to FILE instead of stdout (any format; e.g. compare.html with --format html).").PlaceHolder("FILE").String()
 	var skipSet bool
 	skip := cmd.Flag("skip-warmup", "Drop the first D of each candidate's points (default: the warm-up the envelope skipped; 0 keeps the whole run).").IsSetByUser(&skipSet).Duration()
 	mode := addModeFlags(cmd)
 	files := cmd.Arg("FILE", "k6 result files of the candidate runs (any format k6 writes).").Required().Strings()
 	cmd.Action(c.Action(func() error {
+		if *scaling && (*out != "" || *format == "html") {
+			return errors.New("--out and --format html are for comparisons against an envelope, not --scaling")
+		}
 		if *scaling {
 			return c.runScaling(*files, *levels, *unit, *eff, *chartDir, *format)
 		}
@@ -70,11 +76,17 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if err != nil {
 			return err
 		}
-		if *format == "text" {
-			c.Println(windowLine(opts.SkipWarmup, skipSet))
+		window := windowLine(opts.SkipWarmup, skipSet)
+		if *out == "" {
+			err = writeComparison(c.Stdout, res, *format, window)
+		} else {
+			err = writeComparisonFile(*out, res, *format, window)
 		}
-		if err := writeResult(c.Stdout, res, *format); err != nil {
+		if err != nil {
 			return err
+		}
+		if *out != "" {
+			c.Printf("compare: %s\n", *out)
 		}
 		if res.Regressed {
 			return cmdline.WithCode(cmdline.CodeRegression, nil)
@@ -84,10 +96,17 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 }
 
 // compareFormats are the output formats of a comparison.
-var compareFormats = []string{"text", "json", "junit", "markdown"}
+var compareFormats = []string{"text", "json", "junit", "markdown", "html"}
 
 // writeResult writes a comparison in one of compareFormats.
 func writeResult(w io.Writer, res *compare.Result, format string) error {
+	return writeComparison(w, res, format, "")
+}
+
+// writeComparison writes a comparison in one of compareFormats; the text
+// and the page start with window, the part of each candidate run
+// measured, when it is given.
+func writeComparison(w io.Writer, res *compare.Result, format, window string) error {
 	switch format {
 	case "json":
 		return res.WriteJSON(w)
@@ -95,8 +114,40 @@ func writeResult(w io.Writer, res *compare.Result, format string) error {
 		return res.WriteJUnit(w)
 	case "markdown":
 		return res.WriteMarkdown(w)
+	case "html":
+		d, err := comparePage(res, window)
+		if err != nil {
+			return err
+		}
+		b, err := page.Render(d)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	if window != "" {
+		if _, err := fmt.Fprintln(w, window); err != nil {
+			return err
+		}
 	}
 	return res.WriteText(w)
+}
+
+// writeComparisonFile writes a comparison to path, creating its folder.
+func writeComparisonFile(path string, res *compare.Result, format, window string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writeComparison(f, res, format, window); err != nil {
+		_ = f.Close() // the write error is the one to report
+		return err
+	}
+	return f.Close()
 }
 
 // demoCompare prints the verdict on the last two sample runs.
@@ -123,7 +174,7 @@ func demoCompare(_ context.Context, d *demoEnv) error {
 // of all of them (a like-for-like check that should find no regression)
 // and says which runs were compared before the sentences.
 func demoCompareLines(env *envelope.Envelope, in []figures.Run) ([]string, error) {
-	runs := in[len(in)-2:]
+	runs := demoCandidates(in)
 	var cands, base []string
 	for _, r := range runs {
 		cands = append(cands, filepath.Base(r.Source))
@@ -143,6 +194,10 @@ func demoCompareLines(env *envelope.Envelope, in []figures.Run) ([]string, error
 	lines = append(lines, res.Sentences...)
 	return lines, nil
 }
+
+// demoCandidates are the runs the demo compares with the envelope: the
+// last two sample runs.
+func demoCandidates(in []figures.Run) []figures.Run { return in[len(in)-2:] }
 
 // candidateWarmup is the warm-up to drop from candidate runs: the flag
 // when given, else the one the envelope recorded, so candidates are

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,9 @@ type demoEnv struct {
 	Dir   string // output folder
 	Serve bool   // false with --no-serve: steps must not block
 	Addr  string // listen address for the serving step
+	// Run runs an envelope command line (runCLI), for the steps that
+	// run a command as a user would.
+	Run func(args []string, stdout, stderr io.Writer) int
 }
 
 // demoSteps are the demo's steps in the order they run. Later steps read
@@ -43,12 +47,13 @@ var demoSteps = []demoStep{
 	{"dashboards", "dashboards", demoDashboards},
 	{"history", "record 30 runs by commit into a run history and show one figure across them", demoHistory},
 	{"backtest", "backtest a simulated baseline and a regressed run against the rules", demoBacktest},
+	{"pages", "write every report's self-contained HTML page", demoPages},
 	{"serve", "serve the envelope and the simulated run until interrupted", demoServe},
 }
 
 // demoCommand adds `envelope demo`.
 func (c *cli) demoCommand(app *kingpin.Application) {
-	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, record 30 runs by commit into a run history and show one figure across them, backtest a simulated baseline and a regressed run against the rules, then serve the envelope and the simulated run until interrupted.")
+	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, record 30 runs by commit into a run history and show one figure across them, backtest a simulated baseline and a regressed run against the rules, write every report's self-contained HTML page, then serve the envelope and the simulated run until interrupted.")
 	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
 	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + exporter.DefaultPort).String()
@@ -66,7 +71,7 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 		c.Printf("demo output folder: %s\n", abs)
 		ctx, stop := c.SignalContext()
 		defer stop()
-		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr}
+		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr, Run: runCLI}
 		for _, s := range demoSteps {
 			if err := s.run(ctx, env); err != nil {
 				return fmt.Errorf("demo %s: %w", s.name, err)

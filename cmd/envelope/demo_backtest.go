@@ -14,6 +14,10 @@ import (
 	"github.com/envelope-dev/envelope/internal/simulate"
 )
 
+// demoSimulatedRun is the simulated baseline-like run the backtest step
+// writes into the demo folder, which the pages step reports on.
+const demoSimulatedRun = "simulated-baseline.ndjson.gz"
+
 // The embedded runs are summaries without points, so the demo simulates
 // one baseline-like run (which the serving step then replays onto
 // /metrics) and one run with an injected regression, and backtests both
@@ -37,7 +41,7 @@ func demoBacktest(ctx context.Context, d *demoEnv) error {
 		opts simulate.Options
 		what string
 	}{
-		{filepath.Join(d.Dir, "simulated-baseline.ndjson.gz"),
+		{filepath.Join(d.Dir, demoSimulatedRun),
 			simulate.Options{Duration: 6 * time.Minute, Seed: 1, TestID: "demo-baseline"},
 			"a simulated baseline-like run"},
 		{filepath.Join(regDir, "simulated-errors.ndjson.gz"),

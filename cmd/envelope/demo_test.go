@@ -92,6 +92,37 @@ func TestDemoNoServe(t *testing.T) {
 		t.Errorf("the regressed run's verdict names no envelope alert: %q", rest)
 	}
 
+	// Every report's page, listed after the backtest: standing alone, each
+	// chart of its Markdown inline in both themes, its verdict on top.
+	_, list, ok := strings.Cut(rest, "pages: one self-contained HTML file per report (charts inline, no network needed):\n")
+	if !ok {
+		t.Fatalf("stdout lists no pages after the backtest:\n%s", rest)
+	}
+	for _, pg := range []struct{ name, md, verdict string }{
+		{"report.html", "report.md", "throughput: mean 56.1 req/s, 55.97–56.28 req/s across 5 runs, CV 0.24%; latency: p95 357.7–405.3 ms"},
+		{"compare.html", "", "No regression: 2 candidate runs against envelope " + want.Name + " (exit 0)"},
+		{"stage-report.html", "stage-report.md", "Fastest p95 endpoint: actor_get at "},
+		{"history-report.html", "history-report.md", "30 runs, "},
+	} {
+		path := filepath.Join(dir, pg.name)
+		if !strings.Contains(list, "  "+path+"\n") {
+			t.Errorf("stdout does not list %s:\n%s", path, list)
+		}
+		pictures := 0
+		if pg.md != "" {
+			b, err := os.ReadFile(filepath.Join(dir, pg.md))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pictures = strings.Count(string(b), "<picture>"); pictures == 0 {
+				t.Errorf("%s has no chart", pg.md)
+			}
+		}
+		if _, banner := readPage(t, path, 2*pictures); !strings.HasPrefix(banner, pg.verdict) {
+			t.Errorf("%s: banner %q, want %q", pg.name, banner, pg.verdict)
+		}
+	}
+
 	// The envelope is the one the embedded runs give (the committed file),
 	// and the second one keeps its match.
 	got, err := envelope.ReadFile(filepath.Join(dir, "envelope.yaml"))

@@ -12,6 +12,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
+	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/report"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -63,6 +64,11 @@ func (c *cli) historyReportCommand(parent *kingpin.CmdClause, f historyFlags) {
 		if err := report.WriteHistoryReport(hr, *out); err != nil {
 			return err
 		}
+		html, err := writePageBeside(*out, page.Info, historyVerdict(rep, len(hr.Series)))
+		if err != nil {
+			return err
+		}
+		c.Printf("history report page: %s\n", html)
 		c.Printf("history report of %s: %d runs, %d series, %d change points, %d outlier runs: %s\n",
 			test, rep.Runs, len(hr.Series), len(rep.Changes), len(rep.Outliers), *out)
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/k6options"
+	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/report"
 	"github.com/envelope-dev/envelope/internal/stagereport"
 )
@@ -20,7 +21,7 @@ import (
 // reportCommand adds `envelope report`.
 func (c *cli) reportCommand(app *kingpin.Application) {
 	cmd := app.Command("report", "Write a report: the envelope report (--envelope), or the per-endpoint stage report of one run's points (FILE with --k6-options or --stages).")
-	envPath := cmd.Flag("envelope", "Envelope file: write its Markdown report with charts.").ExistingFile()
+	envPath := cmd.Flag("envelope", "Envelope file: write its Markdown report with charts, and the report as one self-contained HTML page beside it.").ExistingFile()
 	optsPath := cmd.Flag("k6-options", "`k6 inspect script.js` output giving the executor and the stage windows.").ExistingFile()
 	scenario := cmd.Flag("scenario", "Report only this scenario of the k6 options: its samples, windowed by its stages (default: every scenario with stages, each sample windowed by its own scenario's stages when they differ).").String()
 	stages := cmd.Flag("stages", "Stage list instead of --k6-options, e.g. 5m:1,5m:10,5m:50 (ramping-arrival-rate from 0, per second).").String()
@@ -31,7 +32,7 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 	status := cmd.Flag("status", "Status of the samples in the stage latency stats.").Default("200").String()
 	start := cmd.Flag("start", "Test start (RFC 3339 or Unix seconds); default: the earliest sample.").String()
 	params := cmd.Flag("params", "YAML with title, region, mode, profile, settings, stack and notes for the configuration tables.").ExistingFile()
-	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it). Default report.md; for --format json, stdout. - for stdout.").String()
+	out := cmd.Flag("out", "Report file (Markdown; charts go to charts/ beside it, and the self-contained HTML page, same name with .html). Default report.md; for --format json, stdout. - for stdout.").String()
 	format := cmd.Flag("format", cmdline.Choices("Stage report format.", "markdown", "json")).Default("markdown").Enum("markdown", "json")
 	file := cmd.Arg("FILE", "k6 point file of one run (--out json NDJSON, optionally .gz, or --out csv).").String()
 	cmd.Action(c.Action(func() error {
@@ -50,7 +51,11 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 			if err := report.WriteEnvelopeReport(env, md); err != nil {
 				return err
 			}
-			c.Printf("envelope report: %s\n", md)
+			html, err := writePageBeside(md, page.Info, envelopeVerdict(env))
+			if err != nil {
+				return err
+			}
+			c.Printf("envelope report: %s, %s\n", md, html)
 			return nil
 		}
 		if *file == "" {
@@ -123,7 +128,11 @@ func (c *cli) reportCommand(app *kingpin.Application) {
 		if err := stagereport.WriteStageReport(r, md); err != nil {
 			return err
 		}
-		c.Printf("stage report: %s (%s, %s)\n", md, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
+		html, err := writePageBeside(md, page.Info, stageVerdict(r))
+		if err != nil {
+			return err
+		}
+		c.Printf("stage report: %s, %s (%s, %s)\n", md, html, plural(len(r.Endpoints), "endpoint"), plural(len(r.Windows), "stage"))
 		return nil
 	}))
 }
