@@ -76,11 +76,11 @@ func (c *cli) compareCommand(app *kingpin.Application) {
 		if err != nil {
 			return err
 		}
-		window := windowLine(opts.SkipWarmup, skipSet)
+		cmp := comparison{res: res, env: env, runs: runs, window: windowLine(opts.SkipWarmup, skipSet)}
 		if *out == "" {
-			err = writeComparison(c.Stdout, res, *format, window)
+			err = writeComparison(c.Stdout, cmp, *format)
 		} else {
-			err = writeComparisonFile(*out, res, *format, window)
+			err = writeComparisonFile(*out, cmp, *format)
 		}
 		if err != nil {
 			return err
@@ -100,13 +100,14 @@ var compareFormats = []string{"text", "json", "junit", "markdown", "html"}
 
 // writeResult writes a comparison in one of compareFormats.
 func writeResult(w io.Writer, res *compare.Result, format string) error {
-	return writeComparison(w, res, format, "")
+	return writeComparison(w, comparison{res: res}, format)
 }
 
 // writeComparison writes a comparison in one of compareFormats; the text
-// and the page start with window, the part of each candidate run
+// and the page start with its window, the part of each candidate run
 // measured, when it is given.
-func writeComparison(w io.Writer, res *compare.Result, format, window string) error {
+func writeComparison(w io.Writer, c comparison, format string) error {
+	res := c.res
 	switch format {
 	case "json":
 		return res.WriteJSON(w)
@@ -115,7 +116,7 @@ func writeComparison(w io.Writer, res *compare.Result, format, window string) er
 	case "markdown":
 		return res.WriteMarkdown(w)
 	case "html":
-		d, err := comparePage(res, window)
+		d, err := comparePage(c)
 		if err != nil {
 			return err
 		}
@@ -126,8 +127,8 @@ func writeComparison(w io.Writer, res *compare.Result, format, window string) er
 		_, err = w.Write(b)
 		return err
 	}
-	if window != "" {
-		if _, err := fmt.Fprintln(w, window); err != nil {
+	if c.window != "" {
+		if _, err := fmt.Fprintln(w, c.window); err != nil {
 			return err
 		}
 	}
@@ -135,7 +136,7 @@ func writeComparison(w io.Writer, res *compare.Result, format, window string) er
 }
 
 // writeComparisonFile writes a comparison to path, creating its folder.
-func writeComparisonFile(path string, res *compare.Result, format, window string) error {
+func writeComparisonFile(path string, c comparison, format string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func writeComparisonFile(path string, res *compare.Result, format, window string
 	if err != nil {
 		return err
 	}
-	if err := writeComparison(f, res, format, window); err != nil {
+	if err := writeComparison(f, c, format); err != nil {
 		_ = f.Close() // the write error is the one to report
 		return err
 	}

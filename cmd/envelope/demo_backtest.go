@@ -18,6 +18,10 @@ import (
 // writes into the demo folder, which the pages step reports on.
 const demoSimulatedRun = "simulated-baseline.ndjson.gz"
 
+// demoErrorsRun is the simulated run with failed requests the backtest
+// step writes, which the pages step compares against the envelope.
+var demoErrorsRun = filepath.Join("regressed", "simulated-errors.ndjson.gz")
+
 // The embedded runs are summaries without points, so the demo simulates
 // one baseline-like run (which the serving step then replays onto
 // /metrics) and one run with an injected regression, and backtests both
@@ -44,7 +48,7 @@ func demoBacktest(ctx context.Context, d *demoEnv) error {
 		{filepath.Join(d.Dir, demoSimulatedRun),
 			simulate.Options{Duration: 6 * time.Minute, Seed: 1, TestID: "demo-baseline"},
 			"a simulated baseline-like run"},
-		{filepath.Join(regDir, "simulated-errors.ndjson.gz"),
+		{filepath.Join(d.Dir, demoErrorsRun),
 			simulate.Options{Duration: 6 * time.Minute, Seed: 2, TestID: "demo-errors", ErrorRate: 0.01},
 			"the same run with 1% failed requests"},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/demo"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/runstore"
 )
@@ -30,15 +31,25 @@ func demoPages(_ context.Context, d *demoEnv) error {
 	if err != nil {
 		return err
 	}
-	in, err := demo.Inputs()
+	// The compare page judges the simulated run with failed requests
+	// (the backtest step wrote it): a point stream, so the page shows it
+	// over time against the envelope's bands, as a user's candidate.
+	skip, err := candidateWarmup(env, 0, false)
 	if err != nil {
 		return err
 	}
-	res, err := compare.Compare(env, demoCandidates(in), compare.Options{})
+	runs, err := loadCandidates([]string{filepath.Join(d.Dir, demoErrorsRun)}, figures.LoadOptions(skip, env.Provenance.GroupBy), false)
 	if err != nil {
 		return err
 	}
-	doc, err := comparePage(res, "")
+	// Named as in the demo folder, so the page reads the same wherever
+	// the folder is.
+	runs[0].Source = demoErrorsRun
+	res, err := compare.Compare(env, runs, compare.Options{SkipWarmup: skip})
+	if err != nil {
+		return err
+	}
+	doc, err := comparePage(comparison{res: res, env: env, runs: runs, window: windowLine(skip, false)})
 	if err != nil {
 		return err
 	}

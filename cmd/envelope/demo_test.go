@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/envelope-dev/envelope/internal/browser"
 	"github.com/envelope-dev/envelope/internal/cmdline/cmdlinetest"
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
@@ -98,17 +99,23 @@ func TestDemoNoServe(t *testing.T) {
 	if !ok {
 		t.Fatalf("stdout lists no pages after the backtest:\n%s", rest)
 	}
-	for _, pg := range []struct{ name, md, verdict string }{
-		{"report.html", "report.md", "throughput: mean 56.1 req/s, 55.97–56.28 req/s across 5 runs, CV 0.24%; latency: p95 357.7–405.3 ms"},
-		{"compare.html", "", "No regression: 2 candidate runs against envelope " + want.Name + " (exit 0)"},
-		{"stage-report.html", "stage-report.md", "Fastest p95 endpoint: actor_get at "},
-		{"history-report.html", "history-report.md", "30 runs, "},
-	} {
+	pages := []struct {
+		name, md, verdict string
+		pictures          int // the page's own charts, beside its Markdown's
+	}{
+		{"report.html", "report.md", "throughput: mean 56.1 req/s, 55.97–56.28 req/s across 5 runs, CV 0.24%; latency: p95 357.7–405.3 ms", 0},
+		// The simulated run with 1% failed requests over time: its rate,
+		// its latency percentiles and its failures.
+		{"compare.html", "", "Regression in aggregate error rate: 1 candidate run against envelope " + want.Name + " (exit 1)", 3},
+		{"stage-report.html", "stage-report.md", "Fastest p95 endpoint: actor_get at ", 0},
+		{"history-report.html", "history-report.md", "30 runs, ", 0},
+	}
+	for _, pg := range pages {
 		path := filepath.Join(dir, pg.name)
 		if !strings.Contains(list, "  "+path+"\n") {
 			t.Errorf("stdout does not list %s:\n%s", path, list)
 		}
-		pictures := 0
+		pictures := pg.pictures
 		if pg.md != "" {
 			b, err := os.ReadFile(filepath.Join(dir, pg.md))
 			if err != nil {
@@ -122,6 +129,19 @@ func TestDemoNoServe(t *testing.T) {
 			t.Errorf("%s: banner %q, want %q", pg.name, banner, pg.verdict)
 		}
 	}
+	// Each page as a reader's browser opens it, in both schemes: no
+	// console error, no request beyond the file, every chart decoded and
+	// laid out, not blank, and the verdict on it.
+	t.Run("browser", func(t *testing.T) {
+		for _, pg := range pages {
+			path := filepath.Join(dir, pg.name)
+			r := browser.Check(t, path, browser.Options{Texts: []string{pg.verdict}})
+			if len(r.Images) < pg.pictures {
+				t.Errorf("%s: the browser laid out %d images, want at least %d", pg.name, len(r.Images), pg.pictures)
+			}
+			writeDocScreenshots(t, strings.TrimSuffix(pg.name, ".html"), r)
+		}
+	})
 
 	// The envelope is the one the embedded runs give (the committed file),
 	// and the second one keeps its match.
@@ -211,7 +231,7 @@ func TestDemoNoServe(t *testing.T) {
 		}
 	}
 
-	// Five dashboards; the overview carries the envelope's band edges as
+	// Dashboards; the overview carries the envelope's band edges as
 	// fixed thresholds.
 	for _, name := range []string{"overview", "endpoints", "runs", "ecs", "exporter"} {
 		b, err := os.ReadFile(filepath.Join(dir, "dashboards", name+".json"))

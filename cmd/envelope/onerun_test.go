@@ -185,4 +185,3 @@ func compareOne(t *testing.T, envPath, file string) compare.Result {
 	}
 	return res
 }
-

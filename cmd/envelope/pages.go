@@ -9,8 +9,10 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/compare"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/history"
 	"github.com/envelope-dev/envelope/internal/page"
+	"github.com/envelope-dev/envelope/internal/report"
 	"github.com/envelope-dev/envelope/internal/stagereport"
 )
 
@@ -82,18 +84,47 @@ func compareVerdict(res *compare.Result) (page.Status, string) {
 	return page.Info, fmt.Sprintf("Not judgeable: no figure of %s could be judged against envelope %s (exit 0)", runs, res.Envelope)
 }
 
+// maxRunViews bounds how many candidate runs a comparison's page shows
+// over time, so a comparison of many runs stays a page a reader scrolls.
+const maxRunViews = 5
+
+// comparison is a comparison's result with what its page needs beside
+// it: the envelope and the candidate runs (whose timelines the page
+// draws against the envelope's bands; none for a comparison that has
+// no loaded runs) and the window the candidates were measured over.
+type comparison struct {
+	res    *compare.Result
+	env    *envelope.Envelope
+	runs   []figures.Run
+	window string
+}
+
 // comparePage is a comparison's page: the window the candidates were
 // measured over (when known), everything the Markdown format holds (the
 // result, the sentences, the table of every figure and its verdict, the
-// notes) and what the exit status means.
-func comparePage(res *compare.Result, window string) (page.Doc, error) {
+// notes), each candidate run over time against the envelope's bands
+// (report.RunOverTime, at most maxRunViews) and what the exit status
+// means.
+func comparePage(c comparison) (page.Doc, error) {
+	res := c.res
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# Envelope %s vs %s\n\n", res.Envelope, plural(len(res.Candidates), "candidate run"))
-	if window != "" {
-		md.WriteString(window + "\n\n")
+	if c.window != "" {
+		md.WriteString(c.window + "\n\n")
 	}
 	if err := res.WriteMarkdown(&md); err != nil {
 		return page.Doc{}, err
+	}
+	for i, run := range c.runs {
+		if i == maxRunViews {
+			fmt.Fprintf(&md, "\nThe other %s are not shown over time: the page shows the first %d; compare them alone to see each.\n", plural(len(c.runs)-maxRunViews, "candidate run"), maxRunViews)
+			break
+		}
+		sec, err := report.RunOverTime(run, c.env, res)
+		if err != nil {
+			return page.Doc{}, err
+		}
+		md.WriteString("\n" + sec)
 	}
 	code := 0
 	if res.Regressed {

@@ -14,6 +14,7 @@ import (
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/page"
 	"github.com/envelope-dev/envelope/internal/page/pagetest"
+	"github.com/envelope-dev/envelope/internal/report"
 )
 
 // readPage reads a written page and checks it stands alone and holds
@@ -150,9 +151,13 @@ func TestComparePage(t *testing.T) {
 	for _, tc := range []struct {
 		name, run, status, banner, exit string
 		code                            int
+		// The run over time: its charts (rate, latency, failures), or
+		// for a summary the sentence saying what would show it.
+		pictures int
+		overTime string
 	}{
-		{"like for like", fixtures.Path(t, fx+"baseline-c.summary.json"), "pass", "No regression: 1 candidate run against envelope mix (exit 0)", "exits 0", 0},
-		{"regressed", fixtures.Path(t, fx+"regressed-auth-errors.ndjson.gz"), "fail", "Regression in ", "exits 1", 1},
+		{"like for like", fixtures.Path(t, fx+"baseline-c.summary.json"), "pass", "No regression: 1 candidate run against envelope mix (exit 0)", "exits 0", 0, 0, report.NoTimelineSentence},
+		{"regressed", fixtures.Path(t, fx+"regressed-auth-errors.ndjson.gz"), "fail", "Regression in ", "exits 1", 1, 3, "Time bins of 8s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, so, se := cmpRun(t, "compare", "--envelope", envPath, "--format", "html", tc.run)
@@ -164,7 +169,10 @@ func TestComparePage(t *testing.T) {
 			if code != tc.code || printed != "compare: "+file+"\n" {
 				t.Fatalf("--out: exit %d, printed %q: %s", code, printed, se)
 			}
-			doc, banner := readPage(t, file, 0)
+			doc, banner := readPage(t, file, 2*tc.pictures)
+			if !strings.Contains(doc, "Run over time: ") || !strings.Contains(html.UnescapeString(stripTags(doc)), strings.ReplaceAll(tc.overTime, "`", "")) {
+				t.Errorf("the page does not show the run over time (%q)", tc.overTime)
+			}
 			if doc != so {
 				t.Error("the page written with --out differs from the one on stdout")
 			}

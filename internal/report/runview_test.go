@@ -238,3 +238,59 @@ func TestRunOverTimeSummary(t *testing.T) {
 		t.Errorf("summary run section lacks its requests:\n%s", s)
 	}
 }
+
+// The rate and latency charts draw each bin's value at its place: the
+// pixel where a bin's rate (or p50, p95, p99) falls has its line's
+// colour, in both themes, and the envelope's throughput band is filled
+// between its edges. A value drawn off by more than a marker's radius
+// fails.
+func TestRunViewChartsDrawInPlace(t *testing.T) {
+	c := runViewFixture(t)
+	cs := runViewCharts(c.run, c.env, c.res)
+	for _, ch := range []*chart.Chart{&cs.Rate.Chart, &cs.Latency.Chart} {
+		for _, th := range chart.Themes() {
+			img, l, err := ch.Draw(th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Check(); err != nil {
+				t.Errorf("%s %s: %v", ch.Title, th.Name, err)
+			}
+			for j, s := range ch.Lines {
+				if s.Dashed {
+					continue // a level, not the bins'
+				}
+				for i, v := range s.Values {
+					if math.IsNaN(v) || nearOtherLine(ch, j, i, v) {
+						continue
+					}
+					if err := l.CheckColour(img, float64(i), v, th.Palette[j%len(th.Palette)]); err != nil {
+						t.Errorf("%s %s: %s of bin %d: %v", ch.Title, th.Name, s.Name, i, err)
+					}
+				}
+			}
+		}
+	}
+	tp := cs.Rate.Bands[0]
+	img, l, err := cs.Rate.Draw(chart.Light)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.Low != c.env.Throughput.Min || tp.High != c.env.Throughput.Max {
+		t.Fatalf("throughput band %v–%v, the envelope's is %v–%v", tp.Low, tp.High, c.env.Throughput.Min, c.env.Throughput.Max)
+	}
+	if err := l.CheckBand(img, -0.45, tp.Low, tp.High, cs.Rate.BandFill(chart.Light, 0), chart.Light.Background); err != nil {
+		t.Error(err)
+	}
+}
+
+// nearOtherLine reports whether another of ch's lines passes within a
+// few percent of v at category i, where its marker may cover v's.
+func nearOtherLine(ch *chart.Chart, j, i int, v float64) bool {
+	for k, s := range ch.Lines {
+		if k != j && math.Abs(s.Values[i]-v) < 0.03*math.Abs(v) {
+			return true
+		}
+	}
+	return false
+}
