@@ -53,7 +53,7 @@ func TestHelpAndUsageConventions(t *testing.T) {
 // --no-serve turns that off.
 func TestFlagHelpListsChoices(t *testing.T) {
 	for cmd, wants := range map[string][]string{
-		"compare":   {"One of: welch, bootstrap.", "One of: text, json, junit, markdown."},
+		"compare":   {"One of: welch, bootstrap.", "One of: text, json, junit, markdown, html."},
 		"summarize": {"One of: text, json.", "One of: exact, sketch."},
 		"report":    {"One of: markdown, json."},
 		"baseline":  {"One of: yaml, json."},
