@@ -429,7 +429,18 @@ func (c Chart) addRanges(p *plot.Plot, t Theme) error {
 }
 
 // Render writes c as a PNG in theme t.
-func Render(c Chart, t Theme, path string) (err error) {
+func Render(c Chart, t Theme, path string) error {
+	p, err := c.Plot(t)
+	if err != nil {
+		return err
+	}
+	w, h := c.Size()
+	return RenderPlot(p, w, h, path)
+}
+
+// RenderPlot writes a gonum plot of w×h points to path as WritePlotPNG
+// lays it out, creating path's folder.
+func RenderPlot(p *plot.Plot, w, h vg.Length, path string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -442,7 +453,7 @@ func Render(c Chart, t Theme, path string) (err error) {
 			err = e
 		}
 	}()
-	return WritePNG(f, c, t)
+	return WritePlotPNG(f, p, w, h)
 }
 
 // WritePNG writes c as a PNG in theme t to w.

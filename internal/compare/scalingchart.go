@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image"
 	"math"
-	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
@@ -30,7 +29,7 @@ func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
 			return ps, err
 		}
 		path := filepath.Join(dir, t.Name, name+".png")
-		if err := writePlot(p, path); err != nil {
+		if err := chart.RenderPlot(p, scalingWidth, scalingHeight, path); err != nil {
 			return ps, err
 		}
 		rel := filepath.ToSlash(filepath.Join(filepath.Base(dir), t.Name, name+".png"))
@@ -45,24 +44,6 @@ func (s *Scaling) WriteChart(dir, name string) (chart.Paths, error) {
 
 // Scaling chart size in points, as the chart package's default.
 const scalingWidth, scalingHeight = 640, 360
-
-// writePlot writes p to path laid out as the report charts are (title
-// inside the canvas, legend beside the plot).
-func writePlot(p *plot.Plot, path string) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if e := f.Close(); err == nil {
-			err = e
-		}
-	}()
-	return chart.WritePlotPNG(f, p, scalingWidth, scalingHeight)
-}
 
 // drawn is the chart as WriteChart writes it in theme t, with its
 // layout.

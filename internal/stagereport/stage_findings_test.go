@@ -3,25 +3,13 @@ package stagereport
 import (
 	"strings"
 	"testing"
-
-	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6options"
 )
 
 // In the real fixture every /missing request is a 404 answered in under a
 // millisecond; the fastest-p95 finding must name an endpoint that served
 // requests, not the one that failed them all.
 func TestFastestP95SkipsAllFailedEndpoints(t *testing.T) {
-	pts := readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
-	o, err := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, _ := o.Scenario("")
-	r, err := BuildStageReport(pts, StageConfig{Scenario: sc, OnlyScenario: sc.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := runAReport(t)
 	var fastest string
 	for _, f := range r.Findings {
 		if strings.HasPrefix(f, "Fastest p95") {

@@ -312,10 +312,10 @@ func TestStageReportBadInput(t *testing.T) {
 	}
 }
 
-// The real k6 v2.2.0 run: endpoints "home" (200) and "missing" (404)
-// plus the closed scenario's URL-named requests, under the arrival
-// scenario's windows 0-3s, 3-5s, 5-7s.
-func TestStageReportRealFixture(t *testing.T) {
+// runAReport is the stage report of the real k6 v2.2.0 run under its
+// arrival scenario's windows.
+func runAReport(t *testing.T) (*StageReport, []k6.Point) {
+	t.Helper()
 	pts := readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
 	o, err := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
 	if err != nil {
@@ -326,6 +326,14 @@ func TestStageReportRealFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, pts
+}
+
+// The real k6 v2.2.0 run: endpoints "home" (200) and "missing" (404)
+// plus the closed scenario's URL-named requests, under the arrival
+// scenario's windows 0-3s, 3-5s, 5-7s.
+func TestStageReportRealFixture(t *testing.T) {
+	r, pts := runAReport(t)
 	// The closed scenario's URL-named requests are not the arrival
 	// scenario's endpoints.
 	if len(r.Endpoints) != 2 {
@@ -350,7 +358,7 @@ func TestStageReportRealFixture(t *testing.T) {
 	for _, p := range pts {
 		if p.Metric == "http_req_duration" && p.Tags["name"] == "home" && p.Tags["status"] == "200" && p.Tags["scenario"] == "arrival" {
 			off := p.Time.Sub(start)
-			for i, w := range sc.Windows() {
+			for i, w := range r.Windows {
 				if off >= w.Start && off < w.End {
 					counts[i]++
 				}

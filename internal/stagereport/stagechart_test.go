@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/envelope-dev/envelope/internal/chart"
-	"github.com/envelope-dev/envelope/internal/fixtures"
-	"github.com/envelope-dev/envelope/internal/k6options"
 )
 
 // The latency-distribution chart of a real run draws each endpoint's
@@ -13,16 +11,7 @@ import (
 // line at its median and its whiskers towards p5 and p99, in both
 // themes, with its title inside the image.
 func TestLatencyChartDrawsValuesInPlace(t *testing.T) {
-	pts := readNDJSON(t, fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
-	o, err := k6options.Load(fixtures.Path(t, "k6/generated-v2.2.0/script.k6-inspect.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, _ := o.Scenario("")
-	r, err := BuildStageReport(pts, StageConfig{Scenario: sc, OnlyScenario: sc.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := runAReport(t)
 	c, err := r.LatencyChart()
 	if err != nil {
 		t.Fatal(err)
