@@ -114,6 +114,11 @@ type Options struct {
 	// held: another instance with the same resource and attributes, or a
 	// restart. Its streams are kept apart and add up.
 	OnNewStart func()
+	// OnExplicitBuckets is told once per histogram stream identity that
+	// sends explicit buckets (k6's default aggregation): quantiles from
+	// them are only as fine as the bounds. It is called with the
+	// receiver's lock held.
+	OnExplicitBuckets func(ExplicitBuckets)
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
@@ -139,6 +144,10 @@ type Receiver struct {
 	seed    maphash.Seed
 	streams map[uint64]*stream   // by identity and start time (gauges: identity)
 	idents  map[uint64]*identity // by identity: resource, metric, attributes
+	// explicit notes the histogram identities sending explicit buckets,
+	// explicitBy counts them per k6 metric (resolution.go).
+	explicit   map[uint64]*explicitStream
+	explicitBy map[string]int
 	clock   int64                // unix ns stamped on streams as they are used (Expire)
 	cost    int                  // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
@@ -157,7 +166,11 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnNewStart == nil {
 		opts.OnNewStart = func() {}
 	}
-	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now}
+	if opts.OnExplicitBuckets == nil {
+		opts.OnExplicitBuckets = func(ExplicitBuckets) {}
+	}
+	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{},
+		explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}, now: time.Now}
 	if opts.MaxInFlight > 0 {
 		rc.slots = make(chan struct{}, opts.MaxInFlight)
 	}
