@@ -148,11 +148,11 @@ type Receiver struct {
 	// explicitBy counts them per k6 metric (resolution.go).
 	explicit   map[uint64]*explicitStream
 	explicitBy map[string]int
-	clock   int64                // unix ns stamped on streams as they are used (Expire)
-	cost    int                  // buckets and bounds held by all streams (StreamBucketBudget)
-	now     func() time.Time
-	slots   chan struct{} // decoding slots; nil = no limit
-	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
+	clock      int64 // unix ns stamped on streams as they are used (Expire)
+	cost       int   // buckets and bounds held by all streams (StreamBucketBudget)
+	now        func() time.Time
+	slots      chan struct{} // decoding slots; nil = no limit
+	wire       atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
 }
 
 // NewReceiver builds a Receiver feeding sink.
