@@ -144,15 +144,16 @@ type Receiver struct {
 	seed    maphash.Seed
 	streams map[uint64]*stream   // by identity and start time (gauges: identity)
 	idents  map[uint64]*identity // by identity: resource, metric, attributes
+	clock   int64                // unix ns stamped on streams as they are used (Expire)
+	cost    int                  // buckets and bounds held by all streams (StreamBucketBudget)
+	now     func() time.Time
+	slots   chan struct{} // decoding slots; nil = no limit
+	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
+
 	// explicit notes the histogram identities sending explicit buckets,
 	// explicitBy counts them per k6 metric (resolution.go).
 	explicit   map[uint64]*explicitStream
 	explicitBy map[string]int
-	clock      int64 // unix ns stamped on streams as they are used (Expire)
-	cost       int   // buckets and bounds held by all streams (StreamBucketBudget)
-	now        func() time.Time
-	slots      chan struct{} // decoding slots; nil = no limit
-	wire       atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
 }
 
 // NewReceiver builds a Receiver feeding sink.
@@ -169,8 +170,8 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnExplicitBuckets == nil {
 		opts.OnExplicitBuckets = func(ExplicitBuckets) {}
 	}
-	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{},
-		explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}, now: time.Now}
+	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now,
+		explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}}
 	if opts.MaxInFlight > 0 {
 		rc.slots = make(chan struct{}, opts.MaxInFlight)
 	}
