@@ -9,6 +9,7 @@ package otlp
 
 import (
 	"math"
+	"strings"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 )
@@ -113,4 +114,22 @@ func (rc *Receiver) ExplicitBucketStreams() map[string]int {
 		out[m] = n
 	}
 	return out
+}
+
+// K6Env is the environment that points k6's OpenTelemetry output at a
+// receiver on addr (host:port) without TLS, over OTLP/gRPC (k6's default
+// protocol) or OTLP/HTTP, with exponential histograms.
+func K6Env(grpc bool, addr string) []string {
+	if grpc {
+		return []string{"K6_OTEL_EXPORTER_PROTOCOL=grpc", "K6_OTEL_GRPC_EXPORTER_ENDPOINT=" + addr,
+			"K6_OTEL_GRPC_EXPORTER_INSECURE=true", ExponentialSetting}
+	}
+	return []string{"K6_OTEL_EXPORTER_PROTOCOL=http/protobuf", "K6_OTEL_HTTP_EXPORTER_ENDPOINT=" + addr,
+		"K6_OTEL_HTTP_EXPORTER_INSECURE=true", ExponentialSetting}
+}
+
+// K6Command is the shell command running script with k6's OpenTelemetry
+// output pushing to addr, as K6Env says.
+func K6Command(grpc bool, addr, script string) string {
+	return strings.Join(K6Env(grpc, addr), " ") + " k6 run --out opentelemetry " + script
 }
