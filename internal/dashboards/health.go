@@ -75,7 +75,7 @@ func health(b *board, _ Options) {
 	})
 	b.timeseries(12, 8, panelSpec{
 		Title:   "Ingest lag",
-		Desc:    "Seconds between the newest live sample's k6 timestamp and its ingestion, per input. Dashboards and alerts are this far behind k6.",
+		Desc:    "Seconds between the newest live sample's k6 timestamp and its ingestion, per input, set when samples arrive: an input gone quiet keeps its last lag (see Ingest rate). Dashboards and alerts are this far behind k6.",
 		Unit:    units.Seconds,
 		Targets: []target{{Expr: fmt.Sprintf("max by (instance, source) (%s)", c.ExporterIngestLag.Name), Legend: "{{instance}} {{source}}"}},
 	})

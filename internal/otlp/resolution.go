@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+
+	"github.com/envelope-dev/envelope/internal/k6"
 )
 
 // The OTel SDK setting that makes k6 send exponential histograms, whose
@@ -34,6 +36,7 @@ type ExplicitBuckets struct {
 	// 1000–2500 ms, also 10–25 and 100–250): a quantile inside it is
 	// known only to that range. Both 0 when there is no such bucket.
 	WidestLow, WidestHigh float64
+	Unit                  string // of WidestLow and WidestHigh: "ms" for time, "B" for data, else ""
 }
 
 // explicitStream is an identity noted as sending explicit buckets.
@@ -70,7 +73,19 @@ func (x *metricIn) noteExplicit(attrs []*commonpb.KeyValue, bounds []float64) {
 	tags, _ := tagsOf(attrs)
 	low, high := widestBucket(bounds)
 	rc.opts.OnExplicitBuckets(ExplicitBuckets{Metric: x.name, Tags: tags, Bounds: len(bounds),
-		WidestLow: low * x.unitScale, WidestHigh: high * x.unitScale})
+		WidestLow: low * x.unitScale, WidestHigh: high * x.unitScale, Unit: k6Unit(x.cont)})
+}
+
+// k6Unit is the unit of a k6 value of type cont as the receiver hands
+// it over: time in ms, data in bytes.
+func k6Unit(cont k6.ValueType) string {
+	switch cont {
+	case k6.Time:
+		return "ms"
+	case k6.Data:
+		return "B"
+	}
+	return ""
 }
 
 // widestBucket is the finite bucket (low, high] with low > 0 whose width

@@ -120,8 +120,8 @@ func TestExplicitBucketsReportedOncePerStream(t *testing.T) {
 				}
 			}
 			for _, e := range got {
-				if e.Bounds != want[identityString(e.Metric, e.Tags)] || e.WidestLow != 1000 || e.WidestHigh != 2500 {
-					t.Errorf("%s: bounds %d, widest %v–%v ms; want %d, 1000–2500", e.Metric, e.Bounds, e.WidestLow, e.WidestHigh, want[identityString(e.Metric, e.Tags)])
+				if e.Bounds != want[identityString(e.Metric, e.Tags)] || e.WidestLow != 1000 || e.WidestHigh != 2500 || e.Unit != "ms" {
+					t.Errorf("%s: bounds %d, widest %v–%v %s; want %d, 1000–2500 ms", e.Metric, e.Bounds, e.WidestLow, e.WidestHigh, e.Unit, want[identityString(e.Metric, e.Tags)])
 				}
 			}
 			if held := rc.ExplicitBucketStreams(); !mapsEqual(held, perMetric) {
