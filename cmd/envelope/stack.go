@@ -16,15 +16,23 @@ import (
 	"github.com/envelope-dev/envelope/internal/demo"
 	"github.com/envelope-dev/envelope/internal/envelope"
 	"github.com/envelope-dev/envelope/internal/exporter"
+	"github.com/envelope-dev/envelope/internal/otlp"
 	"github.com/envelope-dev/envelope/internal/rules"
 	"github.com/envelope-dev/envelope/internal/simulate"
 	"github.com/envelope-dev/envelope/internal/stack"
 )
 
+// stackGRPCAddr is the stack exporter's default OTLP/gRPC address: the
+// OTLP/gRPC port on loopback.
+const stackGRPCAddr = "127.0.0.1:4317"
+
+// stackK6Script is the script the printed k6 commands run.
+const stackK6Script = "script.js"
+
 // stackCommand adds `envelope stack`: the compose stack on loopback
 // without containers.
 func (c *cli) stackCommand(app *kingpin.Application) {
-	cmd := app.Command("stack", "Run the exporter, Prometheus (with the envelope's rules) and Alertmanager on loopback, wired as the compose stack, replaying a simulated run of the demo envelope live; prints the URLs and runs until interrupted.")
+	cmd := app.Command("stack", "Run the exporter, Prometheus (with the envelope's rules) and Alertmanager on loopback, wired as the compose stack, replaying a simulated run of the demo envelope live; the exporter also takes k6's OTLP pushes over HTTP and gRPC. Prints the URLs and the k6 commands, and runs until interrupted.")
 	dir := cmd.Flag("dir", "Folder for the configs, rules, simulated run, TSDB and logs (default: a new temporary folder, removed on exit).").Default("").String()
 	envFile := cmd.Flag("envelope", "Envelope file to serve and derive the rules from (default: the embedded demo envelope).").Default("").String()
 	results := cmd.Flag("k6.results", "k6 NDJSON result files to replay live instead of a simulated run; repeatable.").Strings()
@@ -37,6 +45,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 	promPath := cmd.Flag("prometheus.path", "Prometheus binary (default: prometheus on $PATH, else the Prometheus of the module's tool directive, built without the cloud service discovery the stack does not use).").Default("").String()
 	amPath := cmd.Flag("alertmanager.path", "Alertmanager binary (default: alertmanager on $PATH, else the source tree's `go tool alertmanager` in tools/alertmanager; without one the stack runs without Alertmanager).").Default("").String()
 	addr := cmd.Flag("web.listen-address", "Exporter address.").Default("127.0.0.1:" + exporter.DefaultPort).String()
+	grpcAddr := cmd.Flag("otlp.grpc-listen-address", "Exporter's OTLP/gRPC address, k6's default OTLP protocol (OTLP/HTTP is served on the exporter address); empty = off.").Default(stackGRPCAddr).String()
 	promAddr := cmd.Flag("prometheus.listen-address", "Prometheus address.").Default("127.0.0.1:9090").String()
 	amAddr := cmd.Flag("alertmanager.listen-address", "Alertmanager address.").Default("127.0.0.1:9093").String()
 
@@ -111,7 +120,7 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 		}
 		st, err := stack.Start(ctx, stack.Options{
 			Dir:              work,
-			Exporters:        []stack.Target{{Server: srv, Addr: *addr}},
+			Exporters:        []stack.Target{{Server: srv, Addr: *addr, GRPCAddr: *grpcAddr}},
 			PrometheusBin:    promBin,
 			PrometheusAddr:   *promAddr,
 			AlertmanagerBin:  amBin,
@@ -127,6 +136,10 @@ func (c *cli) stackCommand(app *kingpin.Application) {
 		defer func() { _ = st.Close() }()
 
 		c.Printf("exporter:     %s/metrics\n", st.ExporterURLs[0])
+		c.Printf("k6, OTLP/HTTP: %s\n", otlp.K6Command(false, strings.TrimPrefix(st.ExporterURLs[0], "http://"), stackK6Script))
+		if g := st.OTLPGRPCAddrs[0]; g != "" {
+			c.Printf("k6, OTLP/gRPC: %s\n", otlp.K6Command(true, g, stackK6Script))
+		}
 		c.Printf("prometheus:   %s  %s\n", st.PrometheusURL, prometheusLinks(ctx, st.PrometheusURL))
 		if st.AlertmanagerURL != "" {
 			c.Printf("alertmanager: %s\n", st.AlertmanagerURL)

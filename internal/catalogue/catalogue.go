@@ -137,7 +137,7 @@ var (
 	ExporterBadLines = Desc{Name: "envelope_exporter_bad_lines_total", Type: CounterType, Unit: "lines",
 		Help: "Bad k6 input, by input and reason: skipped (malformed, bad_value, overflow, unknown_metric, bad_name, label_too_long, late_point, bad_histogram, ...) or repaired (invalid_utf8: label values kept with U+FFFD).", Labels: []string{"source", "reason"}, Source: "exporter"}
 	ExporterIngestLag = Desc{Name: "envelope_exporter_ingest_lag_seconds", Type: GaugeType, Unit: "seconds",
-		Help: "Time between the newest live sample's k6 timestamp and its ingestion.", Labels: []string{"source"}, Source: "exporter"}
+		Help: "How long after its k6 timestamp the newest live sample was ingested, set when samples arrive: an input gone quiet keeps the lag of its last sample (its silence shows in envelope_exporter_last_point_timestamp_seconds).", Labels: []string{"source"}, Source: "exporter"}
 	ExporterLastPoint = Desc{Name: "envelope_exporter_last_point_timestamp_seconds", Type: GaugeType, Unit: "seconds",
 		Help: "k6 timestamp of the newest sample ingested, by input.", Labels: []string{"source"}, Source: "exporter"}
 	ExporterOTLPRequests = Desc{Name: "envelope_exporter_otlp_requests_total", Type: CounterType, Unit: "requests",
@@ -150,6 +150,8 @@ var (
 		Help: "k6 samples dropped over a limit, by reason: series (--k6.series-limit), metrics (--k6.metric-limit), streams (--otlp.stream-limit).", Labels: []string{"reason"}, Source: "exporter"}
 	ExporterOTLPStreamStarts = Desc{Name: "envelope_exporter_otlp_stream_starts_total", Type: CounterType, Unit: "streams",
 		Help: "New start times of an OTLP stream identity (resource, metric, attributes) already held: another k6 instance with the same tags, or a restart. Each start time keeps its own cumulative state and their increments add up.", Source: "exporter"}
+	ExporterOTLPExplicitStreams = Desc{Name: "envelope_exporter_otlp_explicit_bucket_streams", Type: GaugeType, Unit: "streams",
+		Help: "OTLP histogram streams held that send explicit buckets (k6's default: 15 bounds up to 10 s), by k6 metric: quantiles of that metric are only as fine as the buckets (a p95 anywhere in 1000–2500 ms, say). The exporter logs, once per stream, the k6 setting that gives exponential buckets.", Labels: []string{"metric"}, Source: "exporter"}
 	ExporterFollowReopens = Desc{Name: "envelope_exporter_follow_reopens_total", Type: CounterType, Unit: "reopens",
 		Help: "Times the followed NDJSON file was reopened after truncation or rotation.", Source: "exporter"}
 	ExporterOTLPPushErrors = Desc{Name: "envelope_exporter_otlp_push_errors_total", Type: CounterType, Unit: "errors",
@@ -171,7 +173,7 @@ var envelopeSeries = []Desc{EnvelopeInfo, EnvelopeThroughputMin, EnvelopeThrough
 
 var exporterSeries = []Desc{ExporterPointsIngested, ExporterBadLines, ExporterIngestLag, ExporterLastPoint,
 	ExporterOTLPRequests, ExporterSeries, ExporterSeriesLimit, ExporterSeriesOverflow, ExporterFollowReopens,
-	ExporterOTLPPushErrors, ExporterOTLPStreamStarts, ExporterBuildInfo}
+	ExporterOTLPPushErrors, ExporterOTLPStreamStarts, ExporterOTLPExplicitStreams, ExporterBuildInfo}
 
 // All lists every fixed-name descriptor: k6, envelope, exporter, ECS,
 // then CloudWatch, each group in declaration order.

@@ -31,6 +31,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // Options tune the generated dashboards.
@@ -153,6 +154,7 @@ func buildOne(s spec, opts Options) (Dashboard, error) {
 			IconColor("rgba(0, 211, 255, 1)"))
 	if s.uid != UIDExporter && s.uid != UIDECS {
 		d.Annotation(runAnnotation())
+		d.Annotation(coarseAnnotation())
 	}
 	if s.uid == UIDOverview {
 		d.Annotation(alertAnnotation())
@@ -247,6 +249,31 @@ func runAnnotation() *dashboard.AnnotationQueryBuilder {
 		TextFormat("testid {{testid}} running").
 		TagKeys("testid").
 		Step("15s")
+}
+
+// coarseAnnotationName names the annotation coarseAnnotation draws.
+const coarseAnnotationName = "Coarse OTLP buckets"
+
+// coarseAnnotation marks the time OTLP histograms with explicit buckets
+// (k6's default aggregation) are held, per k6 metric: quantiles drawn
+// then are only as fine as those buckets.
+func coarseAnnotation() *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().
+		Name(coarseAnnotationName).
+		Datasource(ds).
+		Enable(true).
+		IconColor("orange").
+		Expr(coarseExpr()).
+		TitleFormat("coarse quantiles: {{metric}}").
+		TextFormat("{{metric}} arrives over OTLP with k6's default explicit buckets: its quantiles are only as fine as those buckets, not k6's own. " +
+			"Give k6 " + otlp.ExponentialSetting + " for exponential buckets.").
+		TagKeys("metric").
+		Step("15s")
+}
+
+// coarseExpr is the k6 metrics held with explicit OTLP buckets.
+func coarseExpr() string {
+	return fmt.Sprintf("sum by (metric) (%s) > 0", catalogue.ExporterOTLPExplicitStreams.Name)
 }
 
 // alertAnnotation marks when envelope alerts fired.

@@ -129,6 +129,17 @@ scrape_configs:
 	if r, err := http.Post(ts.URL+"/v1/metrics", "text/plain", strings.NewReader("x")); err == nil {
 		_ = r.Body.Close()
 	}
+	// And a real k6 OTLP export with k6's default explicit buckets, whose
+	// streams the coarse-quantile annotation and panel show.
+	otlpBody, err := os.ReadFile(fixtures.Path(t, "k6/baseline-mix-v2.2.0/otlp-sample-otlp/otlp-001.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := http.Post(ts.URL+"/v1/metrics", "application/x-protobuf", bytes.NewReader(otlpBody)); err != nil {
+		t.Fatal(err)
+	} else if _ = r.Body.Close(); r.StatusCode != http.StatusOK {
+		t.Fatalf("OTLP export: status %d", r.StatusCode)
+	}
 	// Start once Prometheus scrapes the exporter, so every chunk lands in
 	// its own scrape and the run spans about twenty seconds of samples:
 	// the Runs table's active-time query compares the counter with itself

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	variants "github.com/grafana/grafana-foundation-sdk/go/cog/variants"
@@ -169,6 +170,24 @@ type panelSpec struct {
 	Targets           []target
 }
 
+// coarseQuantiles is said on every panel that draws a histogram
+// quantile: over OTLP with k6's default explicit buckets it is not k6's
+// figure.
+const coarseQuantiles = " Where the \"" + coarseAnnotationName + "\" annotation shows, a metric arrives over OTLP with k6's default explicit buckets " +
+	"(15 bounds, e.g. 1000–2500 ms): its quantiles are then only as fine as those buckets, a p95 up to +48% from k6's own; " +
+	"see the Exporter health dashboard and docs/exporter.md."
+
+// description is the panel's description, with coarseQuantiles when
+// one of its queries is a histogram quantile.
+func (s panelSpec) description() string {
+	for _, t := range s.Targets {
+		if strings.Contains(t.Expr, "histogram_quantile(") {
+			return s.Desc + coarseQuantiles
+		}
+	}
+	return s.Desc
+}
+
 func (s panelSpec) queries() []cog.Builder[variants.Dataquery] {
 	out := make([]cog.Builder[variants.Dataquery], len(s.Targets))
 	for i, t := range s.Targets {
@@ -181,7 +200,7 @@ func (s panelSpec) queries() []cog.Builder[variants.Dataquery] {
 // last) and a shared tooltip, and returns it for panel-specific options.
 func (b *board) timeseries(w, h uint32, s panelSpec) *timeseries.PanelBuilder {
 	p := timeseries.NewPanelBuilder().
-		Title(s.Title).Description(s.Desc).Unit(s.Unit).
+		Title(s.Title).Description(s.description()).Unit(s.Unit).
 		Datasource(ds).Targets(s.queries()).
 		LineWidth(1).FillOpacity(10).
 		ShowPoints(common.VisibilityModeNever).
@@ -200,7 +219,7 @@ func (b *board) timeseries(w, h uint32, s panelSpec) *timeseries.PanelBuilder {
 // stat adds a single-value panel reduced with calc (lastNotNull, max, ...).
 func (b *board) stat(w, h uint32, calc string, s panelSpec) *stat.PanelBuilder {
 	p := stat.NewPanelBuilder().
-		Title(s.Title).Description(s.Desc).Unit(s.Unit).
+		Title(s.Title).Description(s.description()).Unit(s.Unit).
 		Datasource(ds).Targets(s.queries()).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{calc}).Values(false)).
 		GraphMode(common.BigValueGraphModeArea).
@@ -215,7 +234,7 @@ func (b *board) stat(w, h uint32, calc string, s panelSpec) *stat.PanelBuilder {
 // table adds a table panel; its queries should be Instant+Table.
 func (b *board) table(w, h uint32, s panelSpec) *table.PanelBuilder {
 	p := table.NewPanelBuilder().
-		Title(s.Title).Description(s.Desc).Unit(s.Unit).
+		Title(s.Title).Description(s.description()).Unit(s.Unit).
 		Datasource(ds).Targets(s.queries()).
 		ShowHeader(true).Filterable(true)
 	b.place(w, h, p)
@@ -226,7 +245,7 @@ func (b *board) table(w, h uint32, s panelSpec) *table.PanelBuilder {
 // histogram buckets); Grafana does not re-bucket it.
 func (b *board) heatmap(w, h uint32, s panelSpec) *heatmap.PanelBuilder {
 	p := heatmap.NewPanelBuilder().
-		Title(s.Title).Description(s.Desc).Unit(s.Unit).
+		Title(s.Title).Description(s.description()).Unit(s.Unit).
 		Datasource(ds).Targets(s.queries()).
 		Calculate(false).
 		Color(heatmap.NewHeatmapColorOptionsBuilder().

@@ -62,7 +62,10 @@ type lineIngester struct {
 	r      k6.PointReader
 	n      float64 // points not yet added to the self-metric
 	total  int
-	newest time.Time
+	newest time.Time // the newest sample's k6 time
+	// lag is the newest sample's ingest lag, taken as it was ingested:
+	// a file left idle keeps the lag of its last sample.
+	lag time.Duration
 }
 
 func (s *Server) newLineIngester(src, name string, live bool) *lineIngester {
@@ -103,6 +106,9 @@ func (li *lineIngester) point(p *k6.Point) error {
 	li.n++
 	if p.Time.After(li.newest) {
 		li.newest = p.Time
+		if li.live {
+			li.lag = ingestLag(li.s.st.now(), p.Time)
+		}
 	}
 	if li.n >= 4096 {
 		li.flush()
@@ -119,7 +125,7 @@ func (li *lineIngester) flush() {
 	if !li.newest.IsZero() {
 		li.s.lastTS.WithLabelValues(li.src).Set(float64(li.newest.UnixNano()) / 1e9)
 		if li.live {
-			li.s.lag.WithLabelValues(li.src).Set(max(time.Since(li.newest).Seconds(), 0))
+			li.s.lag.WithLabelValues(li.src).Set(li.lag.Seconds())
 		}
 	}
 }

@@ -4,6 +4,7 @@ package exporter
 
 import (
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -42,7 +43,27 @@ func (s *Server) registerSelfMetrics(limit int) {
 		func() float64 { return float64(limit) })
 
 	s.reg.MustRegister(s.points, s.bad, s.otlpReqs, s.lag, s.lastTS, s.overflow, s.reopens, s.pushErrs, s.starts, seriesGauge, limitGauge,
+		explicitStreams{s: s, desc: prometheus.NewDesc(catalogue.ExporterOTLPExplicitStreams.Name, catalogue.ExporterOTLPExplicitStreams.Help,
+			catalogue.ExporterOTLPExplicitStreams.Labels, nil)},
 		versioncollector.NewCollector("envelope_exporter"))
+}
+
+// explicitStreams serves, per k6 metric, the OTLP histogram streams held
+// that send explicit buckets (otlp.Receiver.ExplicitBucketStreams).
+type explicitStreams struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func (e explicitStreams) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+
+func (e explicitStreams) Collect(ch chan<- prometheus.Metric) {
+	if e.s.otlp == nil { // collected before the receiver is built
+		return
+	}
+	for metric, n := range e.s.otlp.ExplicitBucketStreams() {
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), metric)
+	}
 }
 
 // k6Collector renders the store; it is unchecked (describes nothing)
@@ -78,4 +99,13 @@ func (m merged) Gather() ([]*dto.MetricFamily, error) {
 	}
 	sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
 	return mfs, err
+}
+
+// ingestLag is envelope_exporter_ingest_lag_seconds' one meaning on every
+// input: how long after its k6 timestamp a sample was ingested, taken
+// when it arrives (never negative: clocks differ). A source that goes
+// quiet keeps the lag of its last sample; silence shows in
+// envelope_exporter_last_point_timestamp_seconds instead.
+func ingestLag(ingested, sampled time.Time) time.Duration {
+	return max(ingested.Sub(sampled), 0)
 }

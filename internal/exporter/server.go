@@ -158,7 +158,19 @@ func (s *Server) newOTLPReceiver() error {
 				s.refuse(SourceOTLP, otlp.Refuse(outcome, fmt.Errorf("rejected OTLP request: %w", err)), 1)
 			}
 		},
-		OnNewStart: s.starts.Inc,
+		OnNewStart:        s.starts.Inc,
+		OnExplicitBuckets: s.explicitBuckets,
 	})
 	return nil
+}
+
+// explicitBuckets says, once per OTLP histogram stream, that its
+// explicit buckets make coarse quantiles, and how k6 sends fine ones.
+func (s *Server) explicitBuckets(e otlp.ExplicitBuckets) {
+	widest := fmt.Sprintf("%g–%g", e.WidestLow, e.WidestHigh)
+	if e.Unit != "" {
+		widest += " " + e.Unit
+	}
+	s.log.Warn("OTLP histogram with explicit buckets: quantiles from it are coarse, only as fine as its buckets; set "+otlp.ExponentialSetting+" in k6's environment for exponential buckets",
+		"metric", e.Metric, "stream", e.Tags, "bounds", e.Bounds, "widest_bucket", widest)
 }

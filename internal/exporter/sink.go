@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/otlp"
@@ -164,6 +165,6 @@ func (k *sink) Ingested(n int, newest int64) {
 	k.s.accepted(k.src, n)
 	if newest > 0 {
 		k.s.lastTS.WithLabelValues(k.src).Set(float64(newest) / 1e9)
-		k.s.lag.WithLabelValues(k.src).Set(max(float64(k.s.st.now().UnixNano()-newest)/1e9, 0))
+		k.s.lag.WithLabelValues(k.src).Set(ingestLag(k.s.st.now(), time.Unix(0, newest)).Seconds())
 	}
 }

@@ -57,8 +57,9 @@ func (rc *Receiver) charge(st *stream, n int) bool {
 	return true
 }
 
-// Expire forgets the cumulative streams not used since before; it
-// returns how many. A stream seen again later starts from its next
+// Expire forgets the cumulative streams not used since before, and the
+// explicit-bucket identities noted without a point since; it returns how
+// many streams. A stream seen again later starts from its next
 // point's full value, as a new stream.
 func (rc *Receiver) Expire(before time.Time) int {
 	rc.mu.Lock()
@@ -70,6 +71,7 @@ func (rc *Receiver) Expire(before time.Time) int {
 			n++
 		}
 	}
+	rc.expireExplicit(before.UnixNano())
 	return n
 }
 

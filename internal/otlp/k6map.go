@@ -221,6 +221,7 @@ func (x *metricIn) histogramPoint(dp *metricpb.HistogramDataPoint, cum bool) {
 		return
 	}
 	bounds, counts := dp.GetExplicitBounds(), dp.GetBucketCounts()
+	x.noteExplicit(dp.GetAttributes(), bounds)
 	tags, _ := tagsOf(dp.GetAttributes())
 	dc, dsum := slices.Clone(counts), dp.GetSum()
 	if cum {

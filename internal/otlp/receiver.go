@@ -114,6 +114,11 @@ type Options struct {
 	// held: another instance with the same resource and attributes, or a
 	// restart. Its streams are kept apart and add up.
 	OnNewStart func()
+	// OnExplicitBuckets is told once per histogram stream identity that
+	// sends explicit buckets (k6's default aggregation): quantiles from
+	// them are only as fine as the bounds. It is called with the
+	// receiver's lock held.
+	OnExplicitBuckets func(ExplicitBuckets)
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
@@ -144,6 +149,11 @@ type Receiver struct {
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
 	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
+
+	// explicit notes the histogram identities sending explicit buckets,
+	// explicitBy counts them per k6 metric (resolution.go).
+	explicit   map[uint64]*explicitStream
+	explicitBy map[string]int
 }
 
 // NewReceiver builds a Receiver feeding sink.
@@ -157,7 +167,11 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnNewStart == nil {
 		opts.OnNewStart = func() {}
 	}
-	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now}
+	if opts.OnExplicitBuckets == nil {
+		opts.OnExplicitBuckets = func(ExplicitBuckets) {}
+	}
+	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now,
+		explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}}
 	if opts.MaxInFlight > 0 {
 		rc.slots = make(chan struct{}, opts.MaxInFlight)
 	}

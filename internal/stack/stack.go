@@ -1,5 +1,6 @@
 // Package stack runs the compose stack's wiring on one machine without
-// containers: one or more exporters served in-process, Prometheus 3
+// containers: one or more exporters served in-process (each taking OTLP
+// over HTTP, and over gRPC when given a gRPC address), Prometheus 3
 // scraping them (native and classic histograms) and evaluating rule
 // files, and optionally Alertmanager receiving the alerts, all on
 // loopback. `envelope stack` uses it to show the whole flow in a browser;
@@ -38,6 +39,10 @@ type Target struct {
 	Server *exporter.Server
 	Addr   string            // listen address; "" = a free loopback port
 	Labels map[string]string // target labels Prometheus adds to its series
+	// GRPCAddr is the OTLP/gRPC listen address (k6's default OTLP
+	// protocol; OTLP/HTTP is always served on Addr); "" = no gRPC,
+	// "127.0.0.1:0" = a free loopback port.
+	GRPCAddr string
 }
 
 // Options configure Start.
@@ -70,7 +75,10 @@ type Options struct {
 
 // Stack is a running stack.
 type Stack struct {
-	ExporterURLs    []string
+	ExporterURLs []string
+	// OTLPGRPCAddrs are the exporters' OTLP/gRPC addresses (host:port),
+	// in the order of Options.Exporters; "" for one without gRPC.
+	OTLPGRPCAddrs   []string
 	PrometheusURL   string
 	AlertmanagerURL string // "" without Alertmanager
 	Dir             string
@@ -114,7 +122,7 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 	}
 	dir, _ := filepath.Abs(o.Dir)
 	runCtx, cancel := context.WithCancel(context.Background())
-	st = &Stack{Dir: dir, cancel: cancel, errs: make(chan error, len(o.Exporters))}
+	st = &Stack{Dir: dir, cancel: cancel, errs: make(chan error, 2*len(o.Exporters))}
 
 	// Exporters first, so Prometheus finds them up on its first scrape.
 	exporterJob, err := st.serveExporters(runCtx, o.Exporters)
@@ -143,7 +151,7 @@ func start(ctx context.Context, o Options) (st *Stack, err error) {
 	if err := st.startPrometheus(readyCtx, o, cfg); err != nil {
 		return st, err
 	}
-	o.Logger.Info("stack started", "prometheus", st.PrometheusURL, "alertmanager", st.AlertmanagerURL, "exporters", st.ExporterURLs)
+	o.Logger.Info("stack started", "prometheus", st.PrometheusURL, "alertmanager", st.AlertmanagerURL, "exporters", st.ExporterURLs, "otlp_grpc", st.OTLPGRPCAddrs)
 	return st, nil
 }
 
@@ -170,6 +178,11 @@ func (st *Stack) serveExporters(runCtx context.Context, targets []Target) (Job, 
 				st.errs <- err
 			}
 		}(t.Server)
+		grpcAddr, err := st.serveGRPC(runCtx, i, t)
+		if err != nil {
+			return exporterJob, err
+		}
+		st.OTLPGRPCAddrs = append(st.OTLPGRPCAddrs, grpcAddr)
 		// One job (the name the rules select on), one static config per
 		// distinct label set.
 		key := fmt.Sprint(t.Labels)
@@ -182,6 +195,26 @@ func (st *Stack) serveExporters(runCtx context.Context, targets []Target) (Job, 
 		exporterJob.Groups[gi].Targets = append(exporterJob.Groups[gi].Targets, a)
 	}
 	return exporterJob, nil
+}
+
+// serveGRPC serves the OTLP/gRPC receiver of exporter i on t.GRPCAddr
+// until runCtx ends, and returns its address ("" when t has none).
+func (st *Stack) serveGRPC(runCtx context.Context, i int, t Target) (string, error) {
+	if t.GRPCAddr == "" {
+		return "", nil
+	}
+	l, err := net.Listen("tcp", t.GRPCAddr)
+	if err != nil {
+		return "", fmt.Errorf("stack: exporter %d: OTLP/gRPC: %w", i, err)
+	}
+	st.wg.Add(1)
+	go func() {
+		defer st.wg.Done()
+		if err := t.Server.ServeGRPC(runCtx, l); err != nil {
+			st.errs <- err
+		}
+	}()
+	return l.Addr().String(), nil
 }
 
 // writeRules writes the rule files under dir/rules, sorted by name, and
