@@ -16,26 +16,30 @@ import (
 
 // scrapes serves the telemetry path so that its cost does not grow with
 // the number of scrapers (an HA pair, an agent, people with curl):
-//   - one gather at a time: a gather copies every series, native buckets
-//     included, so two at once would hold two copies;
-//   - scrapers that ask while a scrape of the same format is being
-//     rendered wait for it and are sent the same bytes;
+//   - one rendering at a time: each holds the encoded bytes of one
+//     family while it reads the store, and the gzipped page;
+//   - scrapers that ask while a rendering of the same format waits for
+//     its turn join it and are sent the same bytes; one that asks once a
+//     rendering has started reading the store waits for the next one, so
+//     every scrape sees every sample ingested before it asked;
 //   - the body is rendered once, gzipped, and written to each; a scraper
 //     that does not take gzip gets it decompressed as it is written, so a
 //     slow reader holds a small reader, not an uncompressed copy.
 //
-// Nothing is kept once rendered: a scrape that arrives after a render
-// finished starts a new one and sees every sample ingested before it.
+// Nothing is kept once rendered. At most two renderings of a format are
+// under way: one reading the store and one waiting for it.
 type scrapes struct {
 	g   prometheus.Gatherer
 	log *slog.Logger
 	sem chan struct{} // parallel scrapes; nil = no limit
 
-	gather sync.Mutex // one gather at a time
+	gather sync.Mutex // one rendering reads the store at a time
 
-	mu       sync.Mutex
-	inflight map[expfmt.Format]*rendering
-	joined   atomic.Int64 // scrapes served a rendering another started
+	mu sync.Mutex
+	// waiting holds, by format, the rendering that has not started
+	// reading the store: scrapers arriving now join it.
+	waiting map[expfmt.Format]*rendering
+	joined  atomic.Int64 // scrapes served a rendering another started
 }
 
 // rendering is one rendering of the series in one format, shared by every
@@ -51,7 +55,7 @@ type rendering struct {
 var acceptedFormats = expfmt.DefaultAcceptedFormats()
 
 func newScrapes(g prometheus.Gatherer, log *slog.Logger, maxRequests int) *scrapes {
-	s := &scrapes{g: g, log: log, inflight: map[expfmt.Format]*rendering{}}
+	s := &scrapes{g: g, log: log, waiting: map[expfmt.Format]*rendering{}}
 	if maxRequests > 0 {
 		s.sem = make(chan struct{}, maxRequests)
 	}
@@ -103,27 +107,28 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, zr) // the scraper went away
 }
 
-// rendered returns the rendering of format that is being made, or makes
-// one.
+// rendered returns the rendering of format that has not started reading
+// the store yet, or makes one.
 func (s *scrapes) rendered(format expfmt.Format) *rendering {
 	s.mu.Lock()
-	if rd := s.inflight[format]; rd != nil {
+	if rd := s.waiting[format]; rd != nil {
 		s.mu.Unlock()
 		s.joined.Add(1)
 		<-rd.done
 		return rd
 	}
 	rd := &rendering{done: make(chan struct{})}
-	s.inflight[format] = rd
+	s.waiting[format] = rd
 	s.mu.Unlock()
 
 	s.gather.Lock()
+	// From here on the store is read: a scraper arriving now may have
+	// pushed samples this rendering would miss, so it starts the next one.
+	s.mu.Lock()
+	delete(s.waiting, format)
+	s.mu.Unlock()
 	rd.gz, rd.err = s.encode(format)
 	s.gather.Unlock()
-
-	s.mu.Lock()
-	delete(s.inflight, format)
-	s.mu.Unlock()
 	close(rd.done)
 	return rd
 }
@@ -131,24 +136,36 @@ func (s *scrapes) rendered(format expfmt.Format) *rendering {
 // encode gathers and encodes every family in format, gzipped. A gather
 // error keeps what was gathered (as promhttp's ContinueOnError does).
 func (s *scrapes) encode(format expfmt.Format) ([]byte, error) {
-	mfs, gerr := s.g.Gather()
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a valid level
-	enc := expfmt.NewEncoder(zw, format)
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return nil, err
-		}
-	}
-	if c, ok := enc.(expfmt.Closer); ok {
-		if err := c.Close(); err != nil {
-			return nil, err
-		}
+	var gerr error
+	if ex, ok := s.g.(exposer); ok {
+		gerr = ex.expose(zw, format)
+	} else {
+		gerr = encodeAll(zw, s.g, format)
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), gerr
+}
+
+// encodeAll gathers and encodes every family of g in format. A gather
+// error keeps what was gathered.
+func encodeAll(w io.Writer, g prometheus.Gatherer, format expfmt.Format) error {
+	mfs, gerr := g.Gather()
+	enc := expfmt.NewEncoder(w, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			return err
+		}
+	}
+	return gerr
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding offers gzip

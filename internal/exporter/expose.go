@@ -1,0 +1,171 @@
+package exporter
+
+// The scrape's rendering of the store: families are encoded one at a
+// time, and histogram families one series at a time, so that a scrape
+// holds the encoded bytes of one family, never a decoded copy of every
+// series (a copied native bucket costs about 90 bytes of spans and
+// pointers; encoded, a few).
+
+import (
+	"bytes"
+	"io"
+	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/envelope-dev/envelope/internal/k6"
+)
+
+// exposer writes every family it serves to w in format, sorted by name.
+// A gather error keeps what was written (as promhttp's ContinueOnError
+// does).
+type exposer interface {
+	expose(w io.Writer, format expfmt.Format) error
+}
+
+// textChunk is how many histogram series one text rendering step holds
+// decoded.
+const textChunk = 64
+
+// expose writes the registry's families and the store's, merged by name;
+// a name the registry already has keeps the registry's family.
+func (m merged) expose(w io.Writer, format expfmt.Format) error {
+	mfs, gerr := m.reg.Gather()
+	enc := expfmt.NewEncoder(w, format)
+	fams := m.st.byName()
+	i := 0
+	for _, f := range fams {
+		for ; i < len(mfs) && mfs[i].GetName() < f.name; i++ {
+			if err := enc.Encode(mfs[i]); err != nil {
+				return err
+			}
+		}
+		if i < len(mfs) && mfs[i].GetName() == f.name {
+			continue
+		}
+		if err := f.expose(w, enc, format); err != nil {
+			return err
+		}
+	}
+	for ; i < len(mfs); i++ {
+		if err := enc.Encode(mfs[i]); err != nil {
+			return err
+		}
+	}
+	if c, ok := enc.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil {
+			return err
+		}
+	}
+	return gerr
+}
+
+// expose writes one family. Histograms are encoded series by series in
+// protobuf and text; other families (a few scalars per series) and other
+// formats are encoded whole.
+func (f *family) expose(w io.Writer, enc expfmt.Encoder, format expfmt.Format) error {
+	if f.typ != k6.Trend {
+		if mf := f.metricFamily(); mf != nil {
+			return enc.Encode(mf)
+		}
+		return nil
+	}
+	list := f.snapshot()
+	if len(list) == 0 {
+		return nil
+	}
+	switch format.FormatType() {
+	case expfmt.TypeProtoDelim:
+		return f.exposeProto(w, list)
+	case expfmt.TypeTextPlain:
+		return f.exposeText(w, list)
+	}
+	mf := f.header()
+	ms := make([]dto.Metric, len(list))
+	mf.Metric = make([]*dto.Metric, len(list))
+	for i, s := range list {
+		f.write(s, 0, &ms[i])
+		mf.Metric[i] = &ms[i]
+	}
+	return enc.Encode(mf)
+}
+
+// header is the family without its metrics.
+func (f *family) header() *dto.MetricFamily {
+	return &dto.MetricFamily{Name: ptr(f.name), Help: ptr(f.help), Type: dto.MetricType_HISTOGRAM.Enum()}
+}
+
+// exposeProto writes a histogram family as one length-delimited
+// MetricFamily message, the bytes expfmt's encoder writes: the header
+// fields, then each metric as field 4, encoded as it is read.
+func (f *family) exposeProto(w io.Writer, list []*series) error {
+	head, err := proto.Marshal(f.header())
+	if err != nil {
+		return err
+	}
+	const metricField = 4 // MetricFamily.metric
+	var body []byte
+	var m dto.Metric
+	for _, s := range list {
+		m = dto.Metric{}
+		f.write(s, 0, &m)
+		body = protowire.AppendTag(body, metricField, protowire.BytesType)
+		body = protowire.AppendVarint(body, uint64(proto.Size(&m)))
+		if body, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(body, &m); err != nil {
+			return err
+		}
+	}
+	msg := protowire.AppendVarint(nil, uint64(len(head)+len(body)))
+	for _, b := range [][]byte{msg, head, body} {
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// exposeText writes a histogram family textChunk series at a time; every
+// chunk after the first drops the HELP and TYPE lines the text encoder
+// starts a family with (help text has its newlines escaped).
+func (f *family) exposeText(w io.Writer, list []*series) error {
+	var buf bytes.Buffer
+	ms := make([]dto.Metric, min(textChunk, len(list)))
+	for start := 0; start < len(list); start += textChunk {
+		chunk := list[start:min(start+textChunk, len(list))]
+		mf := f.header()
+		mf.Metric = make([]*dto.Metric, len(chunk))
+		for i, s := range chunk {
+			ms[i] = dto.Metric{}
+			f.write(s, 0, &ms[i])
+			mf.Metric[i] = &ms[i]
+		}
+		buf.Reset()
+		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+			return err
+		}
+		b := buf.Bytes()
+		if start > 0 {
+			for range 2 {
+				if i := bytes.IndexByte(b, '\n'); i >= 0 {
+					b = b[i+1:]
+				}
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// byName lists the families by Prometheus series name, the order a scrape
+// serves them in.
+func (st *store) byName() []*family {
+	out := st.sortedFamilies()
+	slices.SortFunc(out, func(a, b *family) int { return strings.Compare(a.name, b.name) })
+	return out
+}
