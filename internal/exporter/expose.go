@@ -108,19 +108,26 @@ func (f *family) exposeProto(w io.Writer, list []*series) error {
 		return err
 	}
 	const metricField = 4 // MetricFamily.metric
-	var body []byte
+	var body blocks
 	var m dto.Metric
+	var enc []byte
 	for _, s := range list {
 		m = dto.Metric{}
 		f.write(s, 0, &m)
-		body = protowire.AppendTag(body, metricField, protowire.BytesType)
-		body = protowire.AppendVarint(body, uint64(proto.Size(&m)))
-		if body, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(body, &m); err != nil {
+		enc = protowire.AppendTag(enc[:0], metricField, protowire.BytesType)
+		enc = protowire.AppendVarint(enc, uint64(proto.Size(&m)))
+		if enc, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(enc, &m); err != nil {
 			return err
 		}
+		body.write(enc)
 	}
-	msg := protowire.AppendVarint(nil, uint64(len(head)+len(body)))
-	for _, b := range [][]byte{msg, head, body} {
+	if _, err := w.Write(protowire.AppendVarint(nil, uint64(len(head)+body.n))); err != nil {
+		return err
+	}
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	for _, b := range body.list {
 		if _, err := w.Write(b); err != nil {
 			return err
 		}
@@ -128,7 +135,31 @@ func (f *family) exposeProto(w io.Writer, list []*series) error {
 	return nil
 }
 
-// exposeText writes a histogram family textChunk series at a time; every
+// blocks holds bytes in fixed blocks: growing it never copies what it
+// holds, so its peak is its length plus one block.
+type blocks struct {
+	list [][]byte
+	n    int
+}
+
+const blockSize = 256 << 10
+
+func (b *blocks) write(p []byte) {
+	b.n += len(p)
+	for len(p) > 0 {
+		if k := len(b.list) - 1; k >= 0 && len(b.list[k]) < cap(b.list[k]) {
+			last := b.list[k]
+			c := copy(last[len(last):cap(last)], p)
+			b.list[k] = last[:len(last)+c]
+			p = p[c:]
+			continue
+		}
+		b.list = append(b.list, make([]byte, 0, blockSize))
+	}
+}
+
+// exposeText writes a histogram family textChunk series at a time,
+// without their native buckets (the text format has none); every
 // chunk after the first drops the HELP and TYPE lines the text encoder
 // starts a family with (help text has its newlines escaped).
 func (f *family) exposeText(w io.Writer, list []*series) error {
@@ -139,8 +170,8 @@ func (f *family) exposeText(w io.Writer, list []*series) error {
 		mf := f.header()
 		mf.Metric = make([]*dto.Metric, len(chunk))
 		for i, s := range chunk {
-			ms[i] = dto.Metric{}
-			f.write(s, 0, &ms[i])
+			ms[i] = dto.Metric{Label: s.pairs[0], Histogram: &dto.Histogram{}}
+			s.h.writeParts(ms[i].Histogram, f.boundPtrs, false)
 			mf.Metric[i] = &ms[i]
 		}
 		buf.Reset()

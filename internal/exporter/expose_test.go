@@ -3,7 +3,15 @@ package exporter
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
@@ -43,6 +51,82 @@ func TestExposeMatchesGather(t *testing.T) {
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
 			t.Errorf("%s: the rendering differs from the gather's encoding (%d against %d bytes)", format, got.Len(), want.Len())
+		}
+	}
+}
+
+// heapPeak runs f while sampling the heap's objects every 100 µs, with
+// the collector at 10% headroom so that the samples follow live memory;
+// it returns the peak above the live heap before f.
+func heapPeak(f func()) (peak, live uint64) {
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	live = sample[0].Value.Uint64()
+	var top atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > top.Load() {
+				top.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
+	}()
+	f()
+	close(stop)
+	<-done
+	return top.Load() - min(live, top.Load()), live
+}
+
+// One scrape of the widest histograms holds little beyond what the store
+// holds: 4,000 OTLP delta histograms with 1,024 explicit bounds each fill
+// the native bucket budget. A decoded copy of every series took 26 bytes
+// a native bucket above the live heap (50 MiB here, twice that under the
+// collector's default headroom); the rendering, family by family and
+// series by series, may take 12.
+func TestScrapeOfWideHistogramsWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes 4,000 histograms of 1,025 buckets")
+	}
+	cfg := DefaultConfig()
+	cfg.DisableExporterMetrics = true
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := serveLoopback(t, s)
+	defer sv.stop()
+	if err := pushDeltaHists(sv.Addr, 4000, 1024); err != nil {
+		t.Fatal(err)
+	}
+	buckets := s.st.native.used.Load()
+	if buckets < 4000*400 {
+		t.Fatalf("%d native buckets held, want at least 400 a histogram", buckets)
+	}
+	sc := newScrapes(s.Gatherer(), slog.New(slog.DiscardHandler), 0)
+	for _, format := range []expfmt.Format{expfmt.NewFormat(expfmt.TypeProtoDelim), expfmt.NewFormat(expfmt.TypeTextPlain)} {
+		var n int
+		peak, live := heapPeak(func() {
+			gz, err := sc.encode(format)
+			if err != nil {
+				t.Error(err)
+			}
+			n = len(gz)
+		})
+		perBucket := float64(peak) / float64(buckets)
+		t.Logf("%s: %d native buckets, live heap %.1f MiB, scrape peak %.1f MiB above it (%.1f B a bucket), page %d bytes gzipped",
+			format, buckets, float64(live)/(1<<20), float64(peak)/(1<<20), perBucket, n)
+		if perBucket > 12 {
+			t.Errorf("%s: a scrape took %.1f B a native bucket above the live heap, want ≤ 12", format, perBucket)
 		}
 	}
 }

@@ -215,7 +215,11 @@ func (h *hist) index(v float64) int32 {
 // write fills a dto histogram with both the classic and the native parts;
 // bounds are the shared pointers to the classic upper bounds (nil: make
 // them).
-func (h *hist) write(out *dto.Histogram, bounds []*float64) {
+func (h *hist) write(out *dto.Histogram, bounds []*float64) { h.writeParts(out, bounds, true) }
+
+// writeParts is write, without the native buckets when native is false
+// (the text format shows only the classic ones).
+func (h *hist) writeParts(out *dto.Histogram, bounds []*float64, native bool) {
 	if bounds == nil {
 		bounds = make([]*float64, len(h.bounds))
 		for i := range h.bounds {
@@ -235,13 +239,21 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 		bs[i] = dto.Bucket{CumulativeCount: &cums[i], UpperBound: bounds[i]}
 		buckets[i] = &bs[i]
 	}
-	posSpans, posDeltas := spansOf(&h.pos)
-	negSpans, negDeltas := spansOf(&h.neg)
+	var posSpans, negSpans []*dto.BucketSpan
+	var posDeltas, negDeltas []int64
+	if native {
+		posSpans, posDeltas = spansOf(&h.pos)
+		negSpans, negDeltas = spansOf(&h.neg)
+	}
 	h.mu.Unlock()
 
 	out.SampleCount = ptr(count)
 	out.SampleSum = ptr(sum)
 	out.Bucket = buckets
+	out.CreatedTimestamp = timestamppb.New(h.created)
+	if !native {
+		return
+	}
 	out.Schema = ptr(schema)
 	out.ZeroThreshold = ptr(nativeZeroThreshold)
 	out.ZeroCount = ptr(zero)
@@ -252,7 +264,6 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 		// parsers take it for a classic-only histogram.
 		out.PositiveSpan = []*dto.BucketSpan{{Offset: ptr(int32(0)), Length: ptr(uint32(0))}}
 	}
-	out.CreatedTimestamp = timestamppb.New(h.created)
 }
 
 // spansOf encodes sparse counts as spans and deltas, bridging gaps of up
