@@ -102,6 +102,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.st.metricLimit = max(cfg.MetricLimit, 0)
 	s.st.maxLabel = max(cfg.MaxLabelValue, 0)
+	s.st.labelLimit = max(cfg.LabelBytesLimit, 0)
 	s.st.native.max = max(cfg.NativeMaxBuckets, 0)
 	s.st.native.budget = max(cfg.NativeBucketBudget, 0)
 	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
