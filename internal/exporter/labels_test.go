@@ -146,7 +146,7 @@ func TestLabelBytesBounded(t *testing.T) {
 	}
 	sc := newScrapes(s.Gatherer(), slog.New(slog.DiscardHandler), 0)
 	t0 := time.Now()
-	gz, err := sc.encode(expfmt.NewFormat(expfmt.TypeTextPlain))
+	gz, err := sc.encode(expfmt.NewFormat(expfmt.TypeTextPlain), nil)
 	took := time.Since(t0)
 	if err != nil {
 		t.Fatal(err)

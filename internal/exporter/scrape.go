@@ -3,15 +3,19 @@ package exporter
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/envelope-dev/envelope/internal/otlp"
 )
 
 // scrapes serves the telemetry path so that its cost does not grow with
@@ -27,11 +31,16 @@ import (
 //     slow reader holds a small reader, not an uncompressed copy.
 //
 // Nothing is kept once rendered. At most two renderings of a format are
-// under way: one reading the store and one waiting for it.
+// under way: one reading the store and one waiting for it. What a
+// rendering holds (its page, and the encoded family it is reading) is
+// charged to the memory account the OTLP receiver charges too, until its
+// last scraper is served; a rendering that finds no room in it within
+// scrapeMemoryWait is answered 503 with Retry-After.
 type scrapes struct {
 	g   prometheus.Gatherer
 	log *slog.Logger
 	sem chan struct{} // parallel scrapes; nil = no limit
+	mem *otlp.Memory  // shared memory account; nil = none
 
 	gather sync.Mutex // one rendering reads the store at a time
 
@@ -45,9 +54,11 @@ type scrapes struct {
 // rendering is one rendering of the series in one format, shared by every
 // scraper that asked for that format while it was made.
 type rendering struct {
-	done chan struct{}
-	gz   []byte // the encoded body, gzipped
-	err  error  // the gather's error; gz holds what was gathered
+	done  chan struct{}
+	gz    []byte // the encoded body, gzipped
+	err   error  // the gather's error; gz holds what was gathered
+	c     *charge
+	users int // scrapers still to be served; s.mu guards it
 }
 
 // acceptedFormats are the exposition formats served (protobuf, with
@@ -79,6 +90,12 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	format := expfmt.NegotiateAccept(r.Header, acceptedFormats...)
 	rd := s.rendered(format)
+	defer s.served(rd)
+	if errors.Is(rd.err, errScrapeMemory) {
+		w.Header().Set("Retry-After", otlp.RetryAfter)
+		http.Error(w, "scrape refused: "+rd.err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if rd.err != nil {
 		s.log.Error("gathering metrics", "err", rd.err)
 		if len(rd.gz) == 0 {
@@ -112,12 +129,13 @@ func (s *scrapes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *scrapes) rendered(format expfmt.Format) *rendering {
 	s.mu.Lock()
 	if rd := s.waiting[format]; rd != nil {
+		rd.users++
 		s.mu.Unlock()
 		s.joined.Add(1)
 		<-rd.done
 		return rd
 	}
-	rd := &rendering{done: make(chan struct{})}
+	rd := &rendering{done: make(chan struct{}), users: 1, c: newCharge(s.mem)}
 	s.waiting[format] = rd
 	s.mu.Unlock()
 
@@ -127,27 +145,44 @@ func (s *scrapes) rendered(format expfmt.Format) *rendering {
 	s.mu.Lock()
 	delete(s.waiting, format)
 	s.mu.Unlock()
-	rd.gz, rd.err = s.encode(format)
+	rd.c.deadline = time.Now().Add(scrapeMemoryWait)
+	rd.gz, rd.err = s.encode(format, rd.c)
 	s.gather.Unlock()
 	close(rd.done)
 	return rd
 }
 
+// served notes a scraper of rd served; the last one gives its memory
+// back.
+func (s *scrapes) served(rd *rendering) {
+	s.mu.Lock()
+	rd.users--
+	last := rd.users == 0
+	s.mu.Unlock()
+	if last {
+		rd.gz = nil
+		rd.c.close()
+	}
+}
+
 // encode gathers and encodes every family in format, gzipped. A gather
 // error keeps what was gathered (as promhttp's ContinueOnError does).
-func (s *scrapes) encode(format expfmt.Format) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // a valid level
+func (s *scrapes) encode(format expfmt.Format, c *charge) ([]byte, error) {
+	buf := &buffer{c: c}
+	zw, _ := gzip.NewWriterLevel(buf, gzip.BestSpeed) // a valid level
 	var gerr error
 	if ex, ok := s.g.(exposer); ok {
-		gerr = ex.expose(zw, format)
+		gerr = ex.expose(zw, format, c)
 	} else {
 		gerr = encodeAll(zw, s.g, format)
+	}
+	if errors.Is(gerr, errScrapeMemory) {
+		return nil, gerr
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), gerr
+	return buf.b, gerr
 }
 
 // encodeAll gathers and encodes every family of g in format. A gather

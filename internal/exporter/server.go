@@ -60,6 +60,9 @@ type Server struct {
 	reg   *prometheus.Registry
 	k6Reg *prometheus.Registry // k6 and envelope series only (OTLP push)
 	otlp  *otlp.Receiver
+	// mem is the memory account OTLP bodies being received and scrapes
+	// being rendered share (Config.OTLPMemoryBudget).
+	mem *otlp.Memory
 	web   *webConfig // --web.config.file for gRPC; nil without one
 	rlog  *rateLog
 	ready atomic.Bool
@@ -130,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 // newOTLPReceiver builds the OTLP receiver within the memory budget.
 func (s *Server) newOTLPReceiver() error {
 	cfg := s.cfg
+	s.mem = otlp.NewMemory(max(cfg.OTLPMemoryBudget, 0))
 	inflight := 0
 	if cfg.OTLPMemoryBudget > 0 {
 		// A request being decoded holds its decompressed body and its
@@ -150,7 +154,9 @@ func (s *Server) newOTLPReceiver() error {
 		MaxInFlight: inflight,
 		// Bodies being received are charged as their bytes arrive, within
 		// the same budget: slow senders hold bytes, not decoding slots.
+		// Scrapes charge the same account.
 		MaxWireBytes: max(cfg.OTLPMemoryBudget, 0),
+		Memory:       s.mem,
 		StreamLimit:  cfg.OTLPStreamLimit,
 		GRPCAuth:     auth,
 		OnRequest: func(outcome string, points int, err error) {
