@@ -62,7 +62,7 @@ type Server struct {
 	otlp  *otlp.Receiver
 	// mem is the memory account OTLP bodies being received and scrapes
 	// being rendered share (Config.OTLPMemoryBudget).
-	mem *otlp.Memory
+	mem   *otlp.Memory
 	web   *webConfig // --web.config.file for gRPC; nil without one
 	rlog  *rateLog
 	ready atomic.Bool
