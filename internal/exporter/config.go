@@ -69,7 +69,10 @@ type Config struct {
 	// its decompressed body and its decoded form, each up to the body
 	// limit. It also bounds the OTLP body bytes being received at once,
 	// with otlp.RequestCost counted per request, to budget; others wait briefly, then get 503
-	// (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.
+	// (gRPC UNAVAILABLE) with Retry-After. Scrapes charge what they hold
+	// (their page, the family being encoded) to the same account, and get
+	// 503 with Retry-After when it has no room for them within 0.5 s.
+	// 0 = no limit.
 	OTLPMemoryBudget int64
 	// OTLPStreamLimit bounds the cumulative OTLP streams remembered; 0 =
 	// no limit (otlp.StreamBucketBudget still bounds their buckets).

@@ -31,7 +31,8 @@ const MinNativeSchema = -4
 // Native bucket defaults: a series keeps up to defaultNativeMaxBuckets
 // populated native buckets (schema 7 over 16 powers of two, five
 // decades of latency) and all series together up to
-// defaultNativeBucketBudget (about 24 MB at 12 bytes a bucket). Past
+// defaultNativeBucketBudget (about 24 MiB held at 12 bytes a bucket; a
+// scrape encodes them series by series, a few bytes each). Past
 // either, the series' resolution is halved (client_golang's
 // NativeHistogramMaxBucketNumber idea); classic buckets stay exact.
 const (

@@ -26,8 +26,9 @@
 //	n := srv.DeleteRun("checkout-42")            // drop a run's series (DELETE /api/v1/runs/{testid})
 //
 // Everything an input can grow is bounded by Config (series, metrics,
-// label value length, native buckets, OTLP streams and in-flight
-// decoding) and every drop is counted; a run's series expire
+// label value length and label bytes, native buckets, OTLP streams, and
+// one memory budget for OTLP bodies in flight and the scrape being
+// rendered) and every drop is counted; a run's series expire
 // Config.SeriesTTL after its last point (Run and Serve apply it).
 package exporter
 
