@@ -20,18 +20,19 @@ import (
 
 // scrapes serves the telemetry path so that its cost does not grow with
 // the number of scrapers (an HA pair, an agent, people with curl):
-//   - one rendering at a time: each holds the encoded bytes of one
-//     family while it reads the store, and the gzipped page;
+//   - at most renderSlots renderings read the store at once: each holds
+//     the encoded bytes of one family while it reads, and the gzipped
+//     page, never a copy of the store;
 //   - scrapers that ask while a rendering of the same format waits for
-//     its turn join it and are sent the same bytes; one that asks once a
-//     rendering has started reading the store waits for the next one, so
-//     every scrape sees every sample ingested before it asked;
+//     a slot join it and are sent the same bytes; one that asks once a
+//     rendering has started reading the store gets another, so every
+//     scrape sees every sample ingested before it asked;
 //   - the body is rendered once, gzipped, and written to each; a scraper
 //     that does not take gzip gets it decompressed as it is written, so a
 //     slow reader holds a small reader, not an uncompressed copy.
 //
-// Nothing is kept once rendered. At most two renderings of a format are
-// under way: one reading the store and one waiting for it. What a
+// Nothing is kept once rendered. At most renderSlots renderings read the
+// store, and one a format waits. What a
 // rendering holds (its page, and the encoded family it is reading) is
 // charged to the memory account the OTLP receiver charges too, until its
 // last scraper is served; a rendering that finds no room in it within
@@ -42,14 +43,21 @@ type scrapes struct {
 	sem chan struct{} // parallel scrapes; nil = no limit
 	mem *otlp.Memory  // shared memory account; nil = none
 
-	gather sync.Mutex // one rendering reads the store at a time
+	reading chan struct{} // renderSlots: renderings reading the store
 
 	mu sync.Mutex
 	// waiting holds, by format, the rendering that has not started
 	// reading the store: scrapers arriving now join it.
 	waiting map[expfmt.Format]*rendering
 	joined  atomic.Int64 // scrapes served a rendering another started
+	made    atomic.Int64 // renderings started
 }
+
+// renderSlots bounds the renderings reading the store at once. Two, so
+// that a scraper arriving during a rendering has its own started at once
+// rather than after it (each holds a family's encoded bytes and its page,
+// both charged to the memory account).
+const renderSlots = 2
 
 // rendering is one rendering of the series in one format, shared by every
 // scraper that asked for that format while it was made.
@@ -66,7 +74,7 @@ type rendering struct {
 var acceptedFormats = expfmt.DefaultAcceptedFormats()
 
 func newScrapes(g prometheus.Gatherer, log *slog.Logger, maxRequests int) *scrapes {
-	s := &scrapes{g: g, log: log, waiting: map[expfmt.Format]*rendering{}}
+	s := &scrapes{g: g, log: log, waiting: map[expfmt.Format]*rendering{}, reading: make(chan struct{}, renderSlots)}
 	if maxRequests > 0 {
 		s.sem = make(chan struct{}, maxRequests)
 	}
@@ -137,9 +145,10 @@ func (s *scrapes) rendered(format expfmt.Format) *rendering {
 	}
 	rd := &rendering{done: make(chan struct{}), users: 1, c: newCharge(s.mem)}
 	s.waiting[format] = rd
+	s.made.Add(1)
 	s.mu.Unlock()
 
-	s.gather.Lock()
+	s.reading <- struct{}{}
 	// From here on the store is read: a scraper arriving now may have
 	// pushed samples this rendering would miss, so it starts the next one.
 	s.mu.Lock()
@@ -147,7 +156,7 @@ func (s *scrapes) rendered(format expfmt.Format) *rendering {
 	s.mu.Unlock()
 	rd.c.deadline = time.Now().Add(scrapeMemoryWait)
 	rd.gz, rd.err = s.encode(format, rd.c)
-	s.gather.Unlock()
+	<-s.reading
 	close(rd.done)
 	return rd
 }
