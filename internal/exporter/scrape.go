@@ -31,12 +31,12 @@ import (
 //     that does not take gzip gets it decompressed as it is written, so a
 //     slow reader holds a small reader, not an uncompressed copy.
 //
-// Nothing is kept once rendered. At most renderSlots renderings read the
-// store, and one a format waits. What a
-// rendering holds (its page, and the encoded family it is reading) is
-// charged to the memory account the OTLP receiver charges too, until its
-// last scraper is served; a rendering that finds no room in it within
-// scrapeMemoryWait is answered 503 with Retry-After.
+// Nothing is kept once rendered, and at most one rendering a format
+// waits for a slot. What a rendering holds (its page, and the encoded
+// family it is reading) is charged to the memory account the OTLP
+// receiver charges too, until its last scraper is served; a rendering
+// that finds no room in it within scrapeMemoryWait is answered 503 with
+// Retry-After.
 type scrapes struct {
 	g   prometheus.Gatherer
 	log *slog.Logger
