@@ -38,9 +38,10 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 	metricLimit := cmd.Flag("k6.metric-limit", "Maximum distinct k6 metrics held; samples of further metrics are dropped and counted. 0 = no limit.").Default(fmt.Sprint(def.MetricLimit)).Int()
 	ttl := cmd.Flag("k6.series-ttl", "Remove a run's series (all label sets sharing its testid) this long after its last point; 0 = never.").Default(def.SeriesTTL.String()).Duration()
 	maxLabel := cmd.Flag("k6.max-label-value-bytes", "Longest label value accepted; samples with longer ones are refused and counted. 0 = no limit.").Default(fmt.Sprint(def.MaxLabelValue)).Int()
+	labelBytes := cmd.Flag("k6.label-bytes-limit", "Label bytes all k6 series hold together (their label values, plus one byte per label); further new label sets are dropped and counted. 0 = no limit.").Default(fmt.Sprint(def.LabelBytesLimit)).Int64()
 	nativeMax := cmd.Flag("k6.native-max-buckets", "Native histogram buckets one series keeps before its resolution is halved. 0 = no limit.").Default(fmt.Sprint(def.NativeMaxBuckets)).Int()
 	nativeBudget := cmd.Flag("k6.native-bucket-budget", "Native histogram buckets all series keep together before resolutions are halved. 0 = no limit.").Default(fmt.Sprint(def.NativeBucketBudget)).Int64()
-	otlpBudget := cmd.Flag("otlp.memory-budget-bytes", "Memory for OTLP requests received and decoded at once: budget / (2 × max body) requests are decoded together (each holds its decompressed body and its decoded form), and bodies being received hold at most budget bytes, counting 64 KiB per request; others get 503 (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.").Default(fmt.Sprint(def.OTLPMemoryBudget)).Int64()
+	otlpBudget := cmd.Flag("otlp.memory-budget-bytes", "Memory for OTLP requests received and decoded at once: budget / (2 × max body) requests are decoded together (each holds its decompressed body and its decoded form), and bodies being received together with the scrape being rendered hold at most budget bytes, counting 64 KiB per request; others get 503 (gRPC UNAVAILABLE) with Retry-After, as does a scrape that finds no room within 0.5 s. 0 = no limit.").Default(fmt.Sprint(def.OTLPMemoryBudget)).Int64()
 	otlpStreams := cmd.Flag("otlp.stream-limit", "Maximum cumulative OTLP streams remembered; points of further streams are dropped and counted. 0 = no limit (their buckets stay bounded).").Default(fmt.Sprint(def.OTLPStreamLimit)).Int()
 	otlpMax := cmd.Flag("otlp.max-body-bytes", "Largest OTLP request body accepted on /v1/metrics (after gzip decoding).").Default(fmt.Sprint(def.OTLPMaxBody)).Int64()
 	otlpGRPC := cmd.Flag("otlp.grpc-listen-address", "Also receive OTLP over gRPC (k6's default protocol) on this address, e.g. :4317; empty = off.").Default("").String()
@@ -82,7 +83,7 @@ func (c *cli) serveCommand(app *kingpin.Application) {
 			OTLPGRPCAddress:        *otlpGRPC,
 			WebConfigFile:          *webFlags.WebConfigFile,
 		}
-		cfg.MetricLimit, cfg.SeriesTTL, cfg.MaxLabelValue = *metricLimit, *ttl, *maxLabel
+		cfg.MetricLimit, cfg.SeriesTTL, cfg.MaxLabelValue, cfg.LabelBytesLimit = *metricLimit, *ttl, *maxLabel, *labelBytes
 		cfg.MaxHeaderBytes, cfg.MaxConnections, cfg.ShutdownGrace = *maxHeader, *maxConns, *grace
 		cfg.NativeMaxBuckets, cfg.NativeBucketBudget = *nativeMax, *nativeBudget
 		cfg.OTLPMemoryBudget, cfg.OTLPStreamLimit = *otlpBudget, *otlpStreams

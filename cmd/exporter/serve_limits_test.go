@@ -19,6 +19,7 @@ func TestServeLimitFlags(t *testing.T) {
 		"k6.series-limit":          fmt.Sprint(d.SeriesLimit),
 		"k6.metric-limit":          fmt.Sprint(d.MetricLimit),
 		"k6.max-label-value-bytes": fmt.Sprint(d.MaxLabelValue),
+		"k6.label-bytes-limit":     fmt.Sprint(d.LabelBytesLimit),
 		"k6.series-ttl":            d.SeriesTTL.String(),
 		"k6.native-max-buckets":    fmt.Sprint(d.NativeMaxBuckets),
 		"k6.native-bucket-budget":  fmt.Sprint(d.NativeBucketBudget),

@@ -147,7 +147,7 @@ var (
 	ExporterSeriesLimit = Desc{Name: "envelope_exporter_series_limit", Type: GaugeType, Unit: "series",
 		Help: "Maximum k6 label sets held (--k6.series-limit); 0 means no limit.", Source: "exporter"}
 	ExporterSeriesOverflow = Desc{Name: "envelope_exporter_series_overflow_total", Type: CounterType, Unit: "points",
-		Help: "k6 samples dropped over a limit, by reason: series (--k6.series-limit), metrics (--k6.metric-limit), streams (--otlp.stream-limit).", Labels: []string{"reason"}, Source: "exporter"}
+		Help: "k6 samples dropped over a limit, by reason: series (--k6.series-limit), metrics (--k6.metric-limit), streams (--otlp.stream-limit), label_bytes (--k6.label-bytes-limit).", Labels: []string{"reason"}, Source: "exporter"}
 	ExporterOTLPStreamStarts = Desc{Name: "envelope_exporter_otlp_stream_starts_total", Type: CounterType, Unit: "streams",
 		Help: "New start times of an OTLP stream identity (resource, metric, attributes) already held: another k6 instance with the same tags, or a restart. Each start time keeps its own cumulative state and their increments add up.", Source: "exporter"}
 	ExporterOTLPExplicitStreams = Desc{Name: "envelope_exporter_otlp_explicit_bucket_streams", Type: GaugeType, Unit: "streams",

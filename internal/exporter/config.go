@@ -34,6 +34,10 @@ type Config struct {
 	// MaxLabelValue bounds a label value in bytes (longer: the sample is
 	// refused); 0 = no limit.
 	MaxLabelValue int
+	// LabelBytesLimit bounds the label bytes of all series held together
+	// (each series' label values plus one byte per label); a new series
+	// past it is refused. 0 = no limit.
+	LabelBytesLimit int64
 	// SeriesTTL removes a run's series (every label set sharing its
 	// testid) this long after its last point; 0 = never. Run and Serve
 	// apply it.
@@ -65,7 +69,10 @@ type Config struct {
 	// its decompressed body and its decoded form, each up to the body
 	// limit. It also bounds the OTLP body bytes being received at once,
 	// with otlp.RequestCost counted per request, to budget; others wait briefly, then get 503
-	// (gRPC UNAVAILABLE) with Retry-After. 0 = no limit.
+	// (gRPC UNAVAILABLE) with Retry-After. Scrapes charge what they hold
+	// (their page, the family being encoded) to the same account, and get
+	// 503 with Retry-After when it has no room for them within 0.5 s.
+	// 0 = no limit.
 	OTLPMemoryBudget int64
 	// OTLPStreamLimit bounds the cumulative OTLP streams remembered; 0 =
 	// no limit (otlp.StreamBucketBudget still bounds their buckets).
@@ -98,7 +105,7 @@ func (cfg *Config) setDefaults() error {
 		v    int64
 	}{
 		{"series limit", int64(cfg.SeriesLimit)}, {"metric limit", int64(cfg.MetricLimit)},
-		{"max label value", int64(cfg.MaxLabelValue)}, {"series TTL", int64(cfg.SeriesTTL)},
+		{"max label value", int64(cfg.MaxLabelValue)}, {"label bytes limit", cfg.LabelBytesLimit}, {"series TTL", int64(cfg.SeriesTTL)},
 		{"native max buckets", int64(cfg.NativeMaxBuckets)}, {"native bucket budget", cfg.NativeBucketBudget},
 		{"OTLP memory budget", cfg.OTLPMemoryBudget}, {"OTLP stream limit", int64(cfg.OTLPStreamLimit)},
 		{"max connections", int64(cfg.MaxConnections)}, {"max requests", int64(cfg.MaxRequests)},
@@ -147,6 +154,7 @@ func DefaultConfig() Config {
 		SeriesLimit:        defaultSeriesLimit,
 		MetricLimit:        defaultMetricLimit,
 		MaxLabelValue:      defaultMaxLabelValue,
+		LabelBytesLimit:    defaultLabelBytesLimit,
 		SeriesTTL:          defaultSeriesTTL,
 		NativeMaxBuckets:   defaultNativeMaxBuckets,
 		NativeBucketBudget: defaultNativeBucketBudget,
@@ -163,10 +171,15 @@ func DefaultConfig() Config {
 
 // Defaults of the bounds on what input can grow (see Config).
 const (
-	defaultMaxRequests      = 40               // parallel scrapes
-	defaultSeriesLimit      = 10000            // k6 label sets
-	defaultMetricLimit      = 1000             // distinct k6 metric names
-	defaultMaxLabelValue    = 1024             // bytes of one label value
+	defaultMaxRequests   = 40    // parallel scrapes
+	defaultSeriesLimit   = 10000 // k6 label sets
+	defaultMetricLimit   = 1000  // distinct k6 metric names
+	defaultMaxLabelValue = 1024  // bytes of one label value
+	// defaultLabelBytesLimit holds ~400 bytes of labels for each of
+	// defaultSeriesLimit series, three times what k6's default tags take
+	// with URL names; the text page repeats them on every bucket line,
+	// so this also bounds its size (about 20 lines a histogram series).
+	defaultLabelBytesLimit  = 4 << 20
 	defaultSeriesTTL        = 15 * time.Minute // a run's series live this long after its last point
 	defaultOTLPMemoryBudget = 64 << 20         // bytes of OTLP requests decoded at once
 )

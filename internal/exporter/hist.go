@@ -31,7 +31,8 @@ const MinNativeSchema = -4
 // Native bucket defaults: a series keeps up to defaultNativeMaxBuckets
 // populated native buckets (schema 7 over 16 powers of two, five
 // decades of latency) and all series together up to
-// defaultNativeBucketBudget (about 24 MB at 12 bytes a bucket). Past
+// defaultNativeBucketBudget (about 24 MiB held at 12 bytes a bucket; a
+// scrape encodes them series by series, a few bytes each). Past
 // either, the series' resolution is halved (client_golang's
 // NativeHistogramMaxBucketNumber idea); classic buckets stay exact.
 const (
@@ -215,7 +216,11 @@ func (h *hist) index(v float64) int32 {
 // write fills a dto histogram with both the classic and the native parts;
 // bounds are the shared pointers to the classic upper bounds (nil: make
 // them).
-func (h *hist) write(out *dto.Histogram, bounds []*float64) {
+func (h *hist) write(out *dto.Histogram, bounds []*float64) { h.writeParts(out, bounds, true) }
+
+// writeParts is write, without the native buckets when native is false
+// (the text format shows only the classic ones).
+func (h *hist) writeParts(out *dto.Histogram, bounds []*float64, native bool) {
 	if bounds == nil {
 		bounds = make([]*float64, len(h.bounds))
 		for i := range h.bounds {
@@ -235,13 +240,21 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 		bs[i] = dto.Bucket{CumulativeCount: &cums[i], UpperBound: bounds[i]}
 		buckets[i] = &bs[i]
 	}
-	posSpans, posDeltas := spansOf(&h.pos)
-	negSpans, negDeltas := spansOf(&h.neg)
+	var posSpans, negSpans []*dto.BucketSpan
+	var posDeltas, negDeltas []int64
+	if native {
+		posSpans, posDeltas = spansOf(&h.pos)
+		negSpans, negDeltas = spansOf(&h.neg)
+	}
 	h.mu.Unlock()
 
 	out.SampleCount = ptr(count)
 	out.SampleSum = ptr(sum)
 	out.Bucket = buckets
+	out.CreatedTimestamp = timestamppb.New(h.created)
+	if !native {
+		return
+	}
 	out.Schema = ptr(schema)
 	out.ZeroThreshold = ptr(nativeZeroThreshold)
 	out.ZeroCount = ptr(zero)
@@ -252,7 +265,6 @@ func (h *hist) write(out *dto.Histogram, bounds []*float64) {
 		// parsers take it for a classic-only histogram.
 		out.PositiveSpan = []*dto.BucketSpan{{Offset: ptr(int32(0)), Length: ptr(uint32(0))}}
 	}
-	out.CreatedTimestamp = timestamppb.New(h.created)
 }
 
 // spansOf encodes sparse counts as spans and deltas, bridging gaps of up

@@ -21,6 +21,7 @@ func (s *Server) SetReady(ok bool) { s.ready.Store(ok) }
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	metrics := newScrapes(s.Gatherer(), s.log, s.cfg.MaxRequests)
+	metrics.mem = s.mem
 	mux.Handle(s.cfg.TelemetryPath, promhttp.InstrumentMetricHandler(s.reg, metrics))
 	mux.Handle("/v1/metrics", s.otlp)
 	// The probe bodies are for people; the status code is the answer, so a

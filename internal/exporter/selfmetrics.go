@@ -28,7 +28,7 @@ func (s *Server) registerSelfMetrics(limit int) {
 	s.reopens = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterFollowReopens.Name, Help: catalogue.ExporterFollowReopens.Help})
 	s.pushErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPPushErrors.Name, Help: catalogue.ExporterOTLPPushErrors.Help})
 	s.starts = prometheus.NewCounter(prometheus.CounterOpts{Name: catalogue.ExporterOTLPStreamStarts.Name, Help: catalogue.ExporterOTLPStreamStarts.Help})
-	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams} {
+	for _, r := range []string{OverflowSeries, OverflowMetrics, OverflowStreams, OverflowLabelBytes} {
 		s.overflow.WithLabelValues(r)
 	}
 	for _, src := range []string{SourceNDJSON, SourceResults, SourceOTLP, SourceAPI} {

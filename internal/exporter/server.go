@@ -26,8 +26,9 @@
 //	n := srv.DeleteRun("checkout-42")            // drop a run's series (DELETE /api/v1/runs/{testid})
 //
 // Everything an input can grow is bounded by Config (series, metrics,
-// label value length, native buckets, OTLP streams and in-flight
-// decoding) and every drop is counted; a run's series expire
+// label value length and label bytes, native buckets, OTLP streams, and
+// one memory budget for OTLP bodies in flight and the scrape being
+// rendered) and every drop is counted; a run's series expire
 // Config.SeriesTTL after its last point (Run and Serve apply it).
 package exporter
 
@@ -60,6 +61,9 @@ type Server struct {
 	reg   *prometheus.Registry
 	k6Reg *prometheus.Registry // k6 and envelope series only (OTLP push)
 	otlp  *otlp.Receiver
+	// mem is the memory account OTLP bodies being received and scrapes
+	// being rendered share (Config.OTLPMemoryBudget).
+	mem   *otlp.Memory
 	web   *webConfig // --web.config.file for gRPC; nil without one
 	rlog  *rateLog
 	ready atomic.Bool
@@ -102,6 +106,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.st.metricLimit = max(cfg.MetricLimit, 0)
 	s.st.maxLabel = max(cfg.MaxLabelValue, 0)
+	s.st.labelLimit = max(cfg.LabelBytesLimit, 0)
 	s.st.native.max = max(cfg.NativeMaxBuckets, 0)
 	s.st.native.budget = max(cfg.NativeBucketBudget, 0)
 	s.bufPool.New = func() any { b := make([]byte, 0, 256); return &b }
@@ -129,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 // newOTLPReceiver builds the OTLP receiver within the memory budget.
 func (s *Server) newOTLPReceiver() error {
 	cfg := s.cfg
+	s.mem = otlp.NewMemory(max(cfg.OTLPMemoryBudget, 0))
 	inflight := 0
 	if cfg.OTLPMemoryBudget > 0 {
 		// A request being decoded holds its decompressed body and its
@@ -149,7 +155,9 @@ func (s *Server) newOTLPReceiver() error {
 		MaxInFlight: inflight,
 		// Bodies being received are charged as their bytes arrive, within
 		// the same budget: slow senders hold bytes, not decoding slots.
+		// Scrapes charge the same account.
 		MaxWireBytes: max(cfg.OTLPMemoryBudget, 0),
+		Memory:       s.mem,
 		StreamLimit:  cfg.OTLPStreamLimit,
 		GRPCAuth:     auth,
 		OnRequest: func(outcome string, points int, err error) {

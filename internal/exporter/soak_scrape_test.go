@@ -44,6 +44,9 @@ type scrapeAttack struct {
 	// DeltaHists OTLP delta histograms with DeltaBounds explicit bounds
 	// each, every bucket filled, are pushed before the scrapers start.
 	DeltaHists, DeltaBounds int
+	// GRPCBombs valid gRPC bombs (16 MiB decoded) are sent at once, wave
+	// after wave, while the scrapers scrape.
+	GRPCBombs int
 }
 
 // scrapeResult is what an attack measured.
@@ -119,6 +122,25 @@ func runScrapeAttack(tb testing.TB, a scrapeAttack) (scrapeResult, error) {
 	}
 	time.Sleep(time.Second) // the flood is in
 
+	bombsDone := make(chan struct{})
+	var bombing atomic.Bool
+	if a.GRPCBombs > 0 {
+		body := bombBody("valid")
+		gs := serveLoopback(tb, s, grpcReceiver)
+		defer gs.stop()
+		bombing.Store(true)
+		go func() {
+			defer close(bombsDone)
+			for bombing.Load() {
+				if _, err := sendBombs(&soakTarget{s: s}, gs.Addr, body, a.GRPCBombs); err != nil {
+					return
+				}
+			}
+		}()
+	} else {
+		close(bombsDone)
+	}
+
 	var (
 		mu   sync.Mutex
 		lat  []float64
@@ -161,7 +183,9 @@ func runScrapeAttack(tb testing.TB, a scrapeAttack) (scrapeResult, error) {
 	}
 	time.Sleep(a.For)
 	stop.Store(true)
+	bombing.Store(false)
 	wg.Wait()
+	<-bombsDone
 	res.CPUMsPerScrape = float64((cpuTime() - cpu0).Microseconds()) / 1000 / float64(max(len(lat), 1))
 	slices.Sort(lat)
 	res.Scrapes = len(lat)
@@ -286,17 +310,22 @@ func TestSoakScrapersBounded(t *testing.T) {
 	one.Scrapers, ten.Scrapers = 1, 10
 	flood.Scrapers, flood.HeaderConns, flood.HeaderBytes, flood.HeaderLine = 1, 100, 1<<20, 13
 	deltas := scrapeAttack{Scrapers: 10, For: 2 * time.Second, DeltaHists: 400, DeltaBounds: 1024}
-	r1, r10, rf, rd := childAttack(t, one), childAttack(t, ten), childAttack(t, flood), childAttack(t, deltas)
+	// The widest histograms at full size, scraped by ten while valid gRPC
+	// bombs arrive, 50 at a time: the OTLP bodies and the scrapes stay
+	// within the same bounds.
+	bombed := scrapeAttack{Scrapers: 10, For: 5 * time.Second, DeltaHists: 4000, DeltaBounds: 1024, GRPCBombs: 50}
+	r1, r10, rf, rd, rb := childAttack(t, one), childAttack(t, ten), childAttack(t, flood), childAttack(t, deltas), childAttack(t, bombed)
 	t.Logf("1 scraper: %+v", r1)
 	t.Logf("10 scrapers: %+v", r10)
 	t.Logf("header flood: %+v", rf)
 	t.Logf("10 scrapers of wide delta histograms: %+v", rd)
+	t.Logf("10 scrapers of the widest delta histograms under 50 gRPC bombs at a time: %+v", rb)
 	// Sharing one gather: ten scrapers cost little more than one (the
 	// slack is for the goroutines, connections and buffers of ten).
 	if r10.PeakRSSMiB > r1.PeakRSSMiB*1.25+16 {
 		t.Errorf("10 scrapers peaked at %.0f MiB against %.0f MiB for one", r10.PeakRSSMiB, r1.PeakRSSMiB)
 	}
-	for _, r := range []scrapeResult{r1, r10, rf, rd} {
+	for _, r := range []scrapeResult{r1, r10, rf, rd, rb} {
 		if r.PeakRSSMiB > 256 || r.Failed > 0 || r.Scrapes == 0 {
 			t.Errorf("over the bounds (peak RSS ≤ 256 MiB, scrapes answered, none failed): %+v", r)
 		}

@@ -34,6 +34,7 @@ type family struct {
 	help       string
 	promLabels []string
 	boundPtrs  []*float64 // shared UpperBound pointers of the classic buckets
+	sortOrder  []int      // indexes of labels in label-name order, as registries sort
 
 	mu      sync.RWMutex
 	series  map[string]*series
@@ -43,11 +44,11 @@ type family struct {
 
 // series is one label set of a family. Counters and gauges keep their
 // value as float64 bits for lock-free updates; rates keep two counts;
-// trends a histogram.
+// trends a histogram. Its label bytes are held once, in key: the values
+// and label pairs are substrings of it.
 type series struct {
-	key     string
-	sortKey string // label values in label-name order, as registries sort
-	values  []string
+	key     string              // label values in label order, each ended by 0xff (never in UTF-8)
+	values  []string            // substrings of key
 	pairs   [2][]*dto.LabelPair // sorted label pairs; rates: [0] zero, [1] nonzero
 	bits    atomic.Uint64       // counter or gauge value
 	zero    atomic.Uint64       // rate samples equal to zero
@@ -102,6 +103,8 @@ type store struct {
 	limit       int      // series; 0 = none
 	metricLimit int      // families; 0 = none
 	maxLabel    int      // bytes of a label value; 0 = none
+	labelLimit  int64    // label bytes of all series (their keys); 0 = none
+	labelBytes  atomic.Int64
 	native      *nativeLimit
 	envs        []*envelope.Envelope
 	now         func() time.Time
@@ -121,6 +124,9 @@ const (
 	OverflowSeries  = "series"  // --k6.series-limit
 	OverflowMetrics = "metrics" // --k6.metric-limit
 	OverflowStreams = "streams" // --otlp.stream-limit
+	// OverflowLabelBytes: a new series whose label values would take the
+	// store past --k6.label-bytes-limit.
+	OverflowLabelBytes = "label_bytes"
 )
 
 func newStore(allow []string, limit int, envs []*envelope.Envelope) *store {
@@ -218,28 +224,31 @@ func (st *store) lookup(name string) (*family, error) {
 	return nil, errUnknownMetric
 }
 
-// checkTags vets the label values of a sample: too long is an error;
-// invalid UTF-8 is replaced by U+FFFD (fixed true), as one invalid byte
-// in a label value makes Prometheus reject the whole page.
+// checkTags vets the label values of a sample: invalid UTF-8 is replaced
+// by U+FFFD (fixed true), as one invalid byte in a label value makes
+// Prometheus reject the whole page; then a value longer than the limit,
+// as it would be stored, is an error.
 func (st *store) checkTags(f *family, tags map[string]string) (map[string]string, bool, error) {
-	bad := false
+	fixed := false
 	for _, l := range f.labels {
-		v := tags[l]
-		if st.maxLabel > 0 && len(v) > st.maxLabel {
+		if !utf8.ValidString(tags[l]) {
+			fixed = true
+			break
+		}
+	}
+	if fixed {
+		repaired := make(map[string]string, len(tags))
+		for k, v := range tags {
+			repaired[k] = strings.ToValidUTF8(v, "\uFFFD")
+		}
+		tags = repaired
+	}
+	for _, l := range f.labels {
+		if v := tags[l]; st.maxLabel > 0 && len(v) > st.maxLabel {
 			return tags, false, fmt.Errorf("tag %s: %d bytes, over %d: %w", l, len(v), st.maxLabel, errLabelTooLong)
 		}
-		if !utf8.ValidString(v) {
-			bad = true
-		}
 	}
-	if !bad {
-		return tags, false, nil
-	}
-	fixed := make(map[string]string, len(tags))
-	for k, v := range tags {
-		fixed[k] = strings.ToValidUTF8(v, "\uFFFD")
-	}
-	return fixed, true, nil
+	return tags, fixed, nil
 }
 
 // seriesFor finds (or creates) the series of a sample of metric name,
@@ -343,6 +352,7 @@ func (st *store) removeDead() int {
 				if s.h != nil {
 					s.h.release()
 				}
+				st.labelBytes.Add(-int64(len(s.key)))
 				removed++
 			}
 		}
@@ -379,6 +389,11 @@ func (st *store) newFamily(name string, typ k6.MetricType, contains k6.ValueType
 		}
 	}
 	f.desc = prometheus.NewDesc(seriesName, help, promLabels, nil)
+	f.sortOrder = make([]int, len(f.labels))
+	for i := range f.sortOrder {
+		f.sortOrder[i] = i
+	}
+	sort.Slice(f.sortOrder, func(i, j int) bool { return f.labels[f.sortOrder[i]] < f.labels[f.sortOrder[j]] })
 	f.name, f.help, f.promLabels = seriesName, help, promLabels
 	if typ == k6.Trend {
 		f.bounds = classicBuckets(st.envs, name, contains)
@@ -456,27 +471,27 @@ func (st *store) get(f *family, buf []byte, tags map[string]string) (*series, []
 	if st.limit > 0 && st.nseries.Load() >= int64(st.limit) {
 		return nil, buf, otlp.Overflow(OverflowSeries, fmt.Errorf("over the limit of %d k6 series", st.limit))
 	}
-	values := make([]string, len(f.labels))
-	for i, l := range f.labels {
-		values[i] = tags[l]
+	n := int64(len(buf))
+	if used := st.labelBytes.Add(n); st.labelLimit > 0 && used > st.labelLimit {
+		st.labelBytes.Add(-n)
+		return nil, buf, otlp.Overflow(OverflowLabelBytes, fmt.Errorf("a series of %d label bytes: over the limit of %d label bytes", n, st.labelLimit))
 	}
-	s = &series{key: string(buf), values: values, created: st.now(), run: st.runOf(tags["testid"])}
+	key := string(buf)
+	values := make([]string, 0, len(f.labels))
+	for rest := key; len(rest) > 0; {
+		i := strings.IndexByte(rest, 0xff)
+		values = append(values, rest[:i])
+		rest = rest[i+1:]
+	}
+	s = &series{key: key, values: values, created: st.now(), run: st.runOf(tags["testid"])}
 	s.pairs[0] = f.labelPairs(values, catalogue.ConditionZero)
-	var sk strings.Builder
-	for _, lp := range s.pairs[0] {
-		if lp.GetName() != catalogue.ConditionLabel {
-			sk.WriteString(lp.GetValue())
-			sk.WriteByte(0)
-		}
-	}
-	s.sortKey = sk.String()
 	if f.typ == k6.Rate {
 		s.pairs[1] = f.labelPairs(values, catalogue.ConditionNonzero)
 	}
 	if f.typ == k6.Trend {
 		s.h = newHist(f.bounds, s.created, st.native)
 	}
-	f.series[string(buf)] = s
+	f.series[key] = s
 	st.nseries.Add(1)
 	return s, buf, nil
 }
@@ -530,8 +545,19 @@ func (f *family) snapshot() []*series {
 		list = append(list, s)
 	}
 	f.mu.RUnlock()
-	sort.Slice(list, func(i, j int) bool { return list[i].sortKey < list[j].sortKey })
+	sort.Slice(list, func(i, j int) bool { return f.less(list[i], list[j]) })
 	return list
+}
+
+// less orders series as registries do: by label values in label-name
+// order.
+func (f *family) less(a, b *series) bool {
+	for _, i := range f.sortOrder {
+		if a.values[i] != b.values[i] {
+			return a.values[i] < b.values[i]
+		}
+	}
+	return false
 }
 
 // write renders one series (for rates, one condition: 0 zero, 1 nonzero).

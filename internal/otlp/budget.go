@@ -5,6 +5,7 @@ package otlp
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -49,14 +50,35 @@ func (rc *Receiver) release() {
 const RequestCost = 64 << 10
 
 // chargeWire adds n to the bytes being received; false (nothing added)
-// when that would pass MaxWireBytes.
-func (rc *Receiver) chargeWire(n int64) bool {
-	if lim := rc.opts.MaxWireBytes; lim > 0 && rc.wire.Add(n) > lim {
-		rc.wire.Add(-n)
+// when that would pass the memory account's limit.
+func (rc *Receiver) chargeWire(n int64) bool { return rc.wire.Charge(n) }
+
+// Memory is a byte account with a limit. The OTLP bodies being received
+// charge it (Options.Memory); whoever else shares it (the exporter's
+// scrapes) charges it too, so one bound covers them together.
+type Memory struct {
+	limit int64 // <= 0: no limit
+	used  atomic.Int64
+}
+
+// NewMemory returns an account of limit bytes; 0 or less: no limit.
+func NewMemory(limit int64) *Memory { return &Memory{limit: limit} }
+
+// Charge adds n unless that would pass the limit; false: nothing added.
+func (m *Memory) Charge(n int64) bool {
+	if used := m.used.Add(n); m.limit > 0 && used > m.limit {
+		m.used.Add(-n)
 		return false
-	}
-	if rc.opts.MaxWireBytes <= 0 {
-		rc.wire.Add(n)
 	}
 	return true
 }
+
+// Add adds n (negative: gives bytes back) whatever the limit, and
+// returns the bytes held.
+func (m *Memory) Add(n int64) int64 { return m.used.Add(n) }
+
+// Load returns the bytes held.
+func (m *Memory) Load() int64 { return m.used.Load() }
+
+// Limit returns the account's limit (0 or less: none).
+func (m *Memory) Limit() int64 { return m.limit }

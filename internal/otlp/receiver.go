@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
@@ -130,6 +129,10 @@ type Options struct {
 	// request gets 503 with Retry-After (a gRPC call UNAVAILABLE). 0 = no
 	// limit.
 	MaxWireBytes int64
+	// Memory, when set, is the account those bytes are charged to, with
+	// its own limit in place of MaxWireBytes: others sharing it (the
+	// exporter's scrapes) and the bodies then have one bound.
+	Memory *Memory
 	// GRPCAuth, when set, checks each gRPC call's authorization header
 	// (as HTTP basic auth) before its message is read.
 	GRPCAuth func(authorization string) bool
@@ -148,7 +151,7 @@ type Receiver struct {
 	cost    int                  // buckets and bounds held by all streams (StreamBucketBudget)
 	now     func() time.Time
 	slots   chan struct{} // decoding slots; nil = no limit
-	wire    atomic.Int64  // OTLP body bytes being received, and RequestCost per request (MaxWireBytes)
+	wire    *Memory       // OTLP body bytes being received, and RequestCost per request (Options.Memory)
 
 	// explicit notes the histogram identities sending explicit buckets,
 	// explicitBy counts them per k6 metric (resolution.go).
@@ -170,8 +173,11 @@ func NewReceiver(sink Sink, opts Options) *Receiver {
 	if opts.OnExplicitBuckets == nil {
 		opts.OnExplicitBuckets = func(ExplicitBuckets) {}
 	}
+	if opts.Memory == nil {
+		opts.Memory = NewMemory(opts.MaxWireBytes)
+	}
 	rc := &Receiver{sink: sink, opts: opts, seed: maphash.MakeSeed(), streams: map[uint64]*stream{}, idents: map[uint64]*identity{}, now: time.Now,
-		explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}}
+		wire: opts.Memory, explicit: map[uint64]*explicitStream{}, explicitBy: map[string]int{}}
 	if opts.MaxInFlight > 0 {
 		rc.slots = make(chan struct{}, opts.MaxInFlight)
 	}
