@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -46,9 +48,28 @@ func (c *cli) backtestCommand(app *kingpin.Application) {
 		if *format == "json" {
 			enc := json.NewEncoder(c.Stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			c.Print(rep.Text())
 		}
-		c.Print(rep.Text())
-		return nil
+		return unjudged(env, rep)
 	}))
+}
+
+// unjudged fails a backtest in which the envelope's match selects none
+// of some run's series: no alert firing on such a run is no verdict, so
+// the command exits as for bad input, naming the runs.
+func unjudged(env *envelope.Envelope, rep *backtest.Report) error {
+	var srcs []string
+	for _, r := range rep.Runs {
+		if r.Unmatched != "" {
+			srcs = append(srcs, r.Source)
+		}
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("nothing was judged in %s: the envelope's match %s selects none of its series (the output names the tags each run carries)", strings.Join(srcs, ", "), env.Match)
 }
