@@ -71,5 +71,5 @@ func unjudged(env *envelope.Envelope, rep *backtest.Report) error {
 	if len(srcs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("nothing was judged in %s: the envelope's match %s selects none of its series (the output names the tags each run carries)", strings.Join(srcs, ", "), env.Match)
+	return fmt.Errorf("the envelope's match %s selects none of the series of %s: nothing was judged (the output names the tags each run carries)", env.Match, strings.Join(srcs, ", "))
 }

@@ -26,7 +26,7 @@ func TestBacktestMatch(t *testing.T) {
 	}{
 		{`envelope="my-baseline"`, 2,
 			[]string{`nothing was judged: the envelope's match envelope="my-baseline" selects none of the run's series`, "testid (regressed-auth-errors)"},
-			"nothing was judged in " + regressed, "no alert fired"},
+			"selects none of the series of " + regressed + ": nothing was judged", "no alert fired"},
 		{`testid=~"(baseline|regressed)-.*"`, 0,
 			[]string{"alert(s) fired", rules.AlertRequestsFailing},
 			"", "nothing was judged"},
