@@ -16,7 +16,7 @@ import (
 
 // backtestCommand adds `envelope backtest`.
 func (c *cli) backtestCommand(app *kingpin.Application) {
-	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
+	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when. A run whose series the envelope's match selects none of is judged by nothing: it is named with the tags it carries, and the command exits 2.")
 	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
 	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
