@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -14,7 +16,7 @@ import (
 
 // backtestCommand adds `envelope backtest`.
 func (c *cli) backtestCommand(app *kingpin.Application) {
-	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when.")
+	cmd := app.Command("backtest", "Evaluate rule files as Prometheus does (its PromQL engine, its rule evaluation loop) over the series k6 runs would have produced at a 15s scrape, and report which alerts fired and when. A run whose series the envelope's match selects none of is judged by nothing: it is named with the tags it carries, and the command exits 2.")
 	envPath := cmd.Flag("envelope", "Envelope file the rules were generated from (sets the bucket layout).").Required().String()
 	dir := cmd.Flag("rules", "Folder holding the *.rules.yaml files.").Default("rules").String()
 	format := cmd.Flag("format", cmdline.Choices("Output format.", "text", "json")).Default("text").Enum("text", "json")
@@ -46,9 +48,28 @@ func (c *cli) backtestCommand(app *kingpin.Application) {
 		if *format == "json" {
 			enc := json.NewEncoder(c.Stdout)
 			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
+			if err := enc.Encode(rep); err != nil {
+				return err
+			}
+		} else {
+			c.Print(rep.Text())
 		}
-		c.Print(rep.Text())
-		return nil
+		return unjudged(env, rep)
 	}))
+}
+
+// unjudged fails a backtest in which the envelope's match selects none
+// of some run's series: no alert firing on such a run is no verdict, so
+// the command exits as for bad input, naming the runs.
+func unjudged(env *envelope.Envelope, rep *backtest.Report) error {
+	var srcs []string
+	for _, r := range rep.Runs {
+		if r.Unmatched != "" {
+			srcs = append(srcs, r.Source)
+		}
+	}
+	if len(srcs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the envelope's match %s selects none of the series of %s: nothing was judged (the output names the tags each run carries)", env.Match, strings.Join(srcs, ", "))
 }

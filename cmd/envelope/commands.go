@@ -7,6 +7,7 @@ func (c *cli) commands() []func(*kingpin.Application) {
 	return []func(*kingpin.Application){
 		c.backtestCommand,
 		c.baselineCommand,
+		c.checkRulesCommand,
 		c.compareCommand,
 		c.dashboardsCommand,
 		c.demoCommand,

@@ -54,7 +54,7 @@ var demoSteps = []demoStep{
 // demoCommand adds `envelope demo`.
 func (c *cli) demoCommand(app *kingpin.Application) {
 	cmd := app.Command("demo", "Run the whole flow on the embedded sample runs: summarize them, derive the envelope and its report, write rules and dashboards, compare runs, record 30 runs by commit into a run history and show one figure across them, backtest a simulated baseline and a regressed run against the rules, write every report's self-contained HTML page, then serve the envelope and the simulated run until interrupted.")
-	dir := cmd.Flag("out", "Folder to write the demo's files into (default: a new temporary folder).").String()
+	dir := cmd.Flag("out", "Folder to write the demo's files into, kept afterwards (default: a new temporary folder, removed when the demo ends).").String()
 	serve := cmd.Flag("serve", "Serve the envelope and the simulated run on /metrics until interrupted; --no-serve writes the files and exits.").Default("true").Bool()
 	addr := cmd.Flag("web.listen-address", "Address the demo serves /metrics on.").Default("127.0.0.1:" + exporter.DefaultPort).String()
 	cmd.Action(c.Action(func() error {
@@ -64,11 +64,24 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 			if out, err = os.MkdirTemp("", "envelope-demo-"); err != nil {
 				return err
 			}
+			// A temporary folder is the demo's alone: it goes when the
+			// demo ends, whether it finished, failed or was interrupted.
+			defer func() {
+				if err := os.RemoveAll(out); err != nil {
+					c.Printf("could not remove the demo's temporary folder %s: %v\n", out, err)
+					return
+				}
+				c.Printf("removed the demo's temporary folder %s (keep the files with --out DIR)\n", out)
+			}()
 		} else if err := os.MkdirAll(out, 0o755); err != nil {
 			return err
 		}
 		abs, _ := filepath.Abs(out)
-		c.Printf("demo output folder: %s\n", abs)
+		if *dir == "" {
+			c.Printf("demo output folder: %s (temporary, removed when the demo ends; --out DIR keeps the files)\n", abs)
+		} else {
+			c.Printf("demo output folder: %s\n", abs)
+		}
 		ctx, stop := c.SignalContext()
 		defer stop()
 		env := &demoEnv{cli: c, Dir: abs, Serve: *serve, Addr: *addr, Run: runCLI}
@@ -76,6 +89,11 @@ func (c *cli) demoCommand(app *kingpin.Application) {
 			if err := s.run(ctx, env); err != nil {
 				return fmt.Errorf("demo %s: %w", s.name, err)
 			}
+		}
+		if ctx.Err() != nil {
+			// go run reports exit status 1 for any program a signal
+			// interrupted, whatever the program's own status.
+			c.Println("interrupted: the demo stopped serving and exits 0 (under go run, go reports exit status 1 for any interrupted program)")
 		}
 		return nil
 	}))

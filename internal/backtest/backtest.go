@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/envelope-dev/envelope/internal/envelope"
+	"github.com/envelope-dev/envelope/internal/figures"
 	"github.com/envelope-dev/envelope/internal/rules"
 )
 
@@ -49,6 +50,10 @@ type Run struct {
 	Source    string  `json:"source"`
 	DurationS float64 `json:"duration_s"`
 	Alerts    []Alert `json:"alerts"`
+	// Unmatched says that the envelope's match selects none of the
+	// run's series, so its scoped rules judged nothing (an alert that
+	// did not fire says nothing about the run); "" when it selects them.
+	Unmatched string `json:"unmatched,omitempty"`
 }
 
 // Report is what `envelope backtest --format json` prints.
@@ -140,6 +145,9 @@ func File(ctx context.Context, env *envelope.Envelope, ruleFiles []string, path 
 	e := &ruleEngine{engine: newEngine(slog.New(slog.DiscardHandler)), store: store}
 
 	run := &Run{Source: path, DurationS: (time.Duration(r.maxSlot) * o.Scrape).Seconds(), Alerts: []Alert{}}
+	if w := envelope.MatchRunsWarning(env.Match, []figures.Run{{Source: path, Tags: r.tagValues()}}); w != "" {
+		run.Unmatched = "the envelope's match " + w
+	}
 	fired := &firing{run: run, t0: r.t0, seen: map[string]bool{}}
 	for slot := 1; slot <= pr.lastSlot; slot++ {
 		if err := ctx.Err(); err != nil {
@@ -209,7 +217,13 @@ func (rep *Report) Text() string {
 	var b strings.Builder
 	for _, r := range rep.Runs {
 		fmt.Fprintf(&b, "%s (%s of points): ", r.Source, model.Duration(time.Duration(r.DurationS*float64(time.Second))))
-		if len(r.Alerts) == 0 {
+		switch {
+		case r.Unmatched != "" && len(r.Alerts) == 0:
+			fmt.Fprintf(&b, "nothing was judged: %s\n", r.Unmatched)
+			continue
+		case r.Unmatched != "":
+			fmt.Fprintf(&b, "nothing scoped to the envelope was judged: %s\n", r.Unmatched)
+		case len(r.Alerts) == 0:
 			b.WriteString("no alert fired\n")
 			continue
 		}

@@ -51,13 +51,53 @@ type exposed struct {
 
 func newReplay(env *envelope.Envelope, scrape time.Duration, reads map[string]bool) (*replay, error) {
 	// No series or metric limit: a backtest stores every series of the
-	// run, as an exporter sized for it would.
-	srv, err := exporter.New(exporter.Config{Envelope: env, DisableExporterMetrics: true})
+	// run, as an exporter sized for it would. The tags the envelope's
+	// match names are kept as labels, as serve keeps them with
+	// --k6.allow-tag, so the rules scoped to the match select the runs
+	// tagged for it.
+	allow, err := matchTags(env)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := exporter.New(exporter.Config{Envelope: env, AllowTags: allow, DisableExporterMetrics: true})
 	if err != nil {
 		return nil, err
 	}
 	return &replay{scrape: scrape, srv: srv, reads: reads, defs: map[string]*k6.MetricDef{},
 		tagSets: map[string]map[string]string{}, keeps: map[string]bool{}, cache: map[string]*exposed{}}, nil
+}
+
+// matchTags are the k6 tags the envelope's match names that the
+// exporter does not keep as labels by default.
+func matchTags(env *envelope.Envelope) ([]string, error) {
+	ms, err := envelope.ParseMatch(env.Match)
+	if err != nil {
+		return nil, fmt.Errorf("envelope %s: match: %w", env.Name, err)
+	}
+	var out []string
+	for _, m := range ms {
+		if !catalogue.IsDefaultK6Label(m.Name) && !slices.Contains(out, m.Name) {
+			out = append(out, m.Name)
+		}
+	}
+	return out, nil
+}
+
+// tagValues are the values each tag takes on the points the rules read,
+// sorted: what the envelope's match is checked against.
+func (r *replay) tagValues() map[string][]string {
+	out := map[string][]string{}
+	for _, set := range r.tagSets {
+		for k, v := range set {
+			if !slices.Contains(out[k], v) {
+				out[k] = append(out[k], v)
+			}
+		}
+	}
+	for _, vs := range out {
+		slices.Sort(vs)
+	}
+	return out
 }
 
 // anyFamily in familiesRead's set: a selector may match any family.

@@ -64,16 +64,26 @@ func (env *Envelope) Selector() string {
 }
 
 // checkMatchRuns warns when the match selects none, or only some, of the
-// baseline's own runs: the rules and the served gauges scoped to it
-// judge only tests whose k6 tags satisfy it, so a match no run carries
-// (such as envelope="x" over runs made without --tag envelope=x) scopes
-// alerts that stay silent for runs like these. It names the test-wide
-// tags the runs do carry, the ones a match usually selects on. Runs read
-// from summary files carry no tags and are not checked.
+// baseline's own runs (MatchRunsWarning).
 func checkMatchRuns(match string, runs []figures.Run, w *warnings) {
+	if s := MatchRunsWarning(match, runs); s != "" {
+		w.add("--match %s", s)
+	}
+}
+
+// MatchRunsWarning says, in a sentence that begins with the match, that
+// it selects none, or only some, of runs: the rules and the served
+// gauges scoped to it judge only tests whose k6 tags satisfy it, so a
+// match no run carries (such as envelope="x" over runs made without
+// --tag envelope=x) scopes alerts that stay silent for runs like these.
+// It names the test-wide tags the runs do carry, the ones a match
+// usually selects on. It is "" when the match selects every run, when
+// it is empty, and when no run carries tags (runs read from summary
+// files are not checked).
+func MatchRunsWarning(match string, runs []figures.Run) string {
 	ms, err := ParseMatch(match)
 	if err != nil || len(ms) == 0 {
-		return
+		return ""
 	}
 	checked, selected := 0, 0
 	var missed []string
@@ -98,7 +108,7 @@ func checkMatchRuns(match string, runs []figures.Run, w *warnings) {
 		}
 	}
 	if checked == 0 || selected == checked {
-		return
+		return ""
 	}
 	carry := "no test-wide tag"
 	if len(tags) > 0 {
@@ -109,10 +119,13 @@ func checkMatchRuns(match string, runs []figures.Run, w *warnings) {
 		carry = "test-wide tags " + strings.Join(parts, ", ")
 	}
 	if selected == 0 {
-		w.add("--match %s selects none of the %d runs, which carry %s: the rules and the served envelope gauges judge only tests whose k6 tags match it, so runs like these never trip its alerts; tag the runs to match (k6 run --tag NAME=VALUE, and serve --k6.allow-tag NAME) or match a tag they carry", match, checked, carry)
-		return
+		these := fmt.Sprintf("none of the %d runs, which carry", checked)
+		if checked == 1 {
+			these = "none of the run's series, which carry"
+		}
+		return fmt.Sprintf("%s selects %s %s: the rules and the served envelope gauges judge only tests whose k6 tags match it, so runs like these never trip its alerts; tag the runs to match (k6 run --tag NAME=VALUE, and serve --k6.allow-tag NAME) or match a tag they carry", match, these, carry)
 	}
-	w.add("--match %s selects %d of the %d runs (not %s), which carry %s", match, selected, checked, strings.Join(missed, ", "), carry)
+	return fmt.Sprintf("%s selects %d of the %d runs (not %s), which carry %s", match, selected, checked, strings.Join(missed, ", "), carry)
 }
 
 // tagsMatch reports whether every matcher is satisfied by a value its
