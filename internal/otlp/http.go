@@ -102,9 +102,6 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // MaxBody bytes, charging each chunk to the wire budget as it arrives.
 // held is what it charged, to be given back when the request is done.
 func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *received, held int64, status int, err error) {
-	if r.ContentLength > rc.opts.MaxBody {
-		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
-	}
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity", "gzip":
 	default:
@@ -118,36 +115,30 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *receiv
 // charged. The status says why it failed: 413 past limit, 503 past the
 // wire budget, 400 a broken read.
 //
-// What is held is what is charged: a body of known size (Content-Length,
-// or a gRPC message's length prefix) is read into one buffer of that
-// size, whose pages fill only as its bytes arrive; a body of unknown size
-// is kept as a list of chunks and joined once at its end, the join
-// charged too. No buffer is grown by doubling, which would hold up to
-// three times the bytes charged.
+// What is reserved is what is charged. A declared size (Content-Length,
+// or a gRPC message's length prefix) only refuses a body past limit
+// early: nothing is allocated from it, since a client can declare the
+// limit and send nothing, and the memory reserved for a thousand such
+// requests would pass any address-space limit before a byte arrived.
+// The body is read into chunks allocated as the previous one fills; the
+// one being filled, at most chunkMax bytes, is covered by RequestCost,
+// and every byte in it is charged as it arrives. No buffer is grown by
+// doubling, which would hold up to three times the bytes charged.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (rec *received, held int64, status int, err error) {
+	if r.ContentLength > limit {
+		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, limit)
+	}
 	if !rc.chargeWire(RequestCost) {
 		return nil, 0, http.StatusServiceUnavailable, rc.wireFull()
 	}
 	held = RequestCost
 	src := http.MaxBytesReader(w, r.Body, limit)
 	b := &bodyReader{rc: rc, src: src, held: &held}
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		raw := make([]byte, r.ContentLength)
-		if status, err = b.fill(raw); err != nil {
-			return nil, held, status, err
-		}
-		// Anything past the declared length is a broken request.
-		if n, _ := b.src.Read(make([]byte, 1)); n > 0 {
-			return nil, held, http.StatusBadRequest, errors.New("body longer than its Content-Length")
-		}
-		return &received{parts: [][]byte{raw}, n: len(raw)}, held, 0, nil
-	}
 	return b.chunks()
 }
 
-// received is a body as it arrived: one buffer when its size was known,
-// chunks otherwise. Joining chunks into one buffer waits for a decoding
-// slot, whose share of the memory budget covers the joined copy (it is
+// received is a body as it arrived, in chunks. Joining chunks into one
+// buffer waits for a decoding slot, whose share of the memory budget covers the joined copy (it is
 // the body's decoded form when it was not compressed), so the bytes held
 // while waiting are only the bytes charged.
 type received struct {
@@ -210,29 +201,12 @@ type bodyReader struct {
 	held *int64
 }
 
-// fill reads exactly len(p) bytes.
-func (b *bodyReader) fill(p []byte) (int, error) {
-	for off := 0; off < len(p); {
-		n, err := b.src.Read(p[off:min(len(p), off+32<<10)])
-		if n > 0 {
-			if !b.rc.chargeWire(int64(n)) {
-				return http.StatusServiceUnavailable, b.rc.wireFull()
-			}
-			*b.held += int64(n)
-			off += n
-		}
-		if err != nil {
-			if err == io.EOF && off == len(p) {
-				return 0, nil
-			}
-			return readStatus(err)
-		}
-	}
-	return 0, nil
-}
+// chunkMax is the largest chunk a body is read into; RequestCost covers
+// the unfilled part of the chunk being read into.
+const chunkMax = 32 << 10
 
-// chunks reads a body of unknown size (gRPC sends none) in chunks of up
-// to 32 KiB, then joins them into one buffer of the body's size.
+// chunks reads a body in chunks of 4 KiB growing to chunkMax, each
+// allocated when the one before is full.
 func (b *bodyReader) chunks() (*received, int64, int, error) {
 	rb := &received{}
 	chunk := make([]byte, 0, 4<<10) // a stalled request holds little
@@ -247,7 +221,7 @@ func (b *bodyReader) chunks() (*received, int64, int, error) {
 			rb.n += n
 			if len(chunk) == cap(chunk) {
 				rb.parts = append(rb.parts, chunk)
-				chunk = make([]byte, 0, min(2*cap(chunk), 32<<10))
+				chunk = make([]byte, 0, min(2*cap(chunk), chunkMax))
 			}
 		}
 		switch {
