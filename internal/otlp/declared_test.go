@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -10,7 +11,9 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -63,9 +66,35 @@ func stallDeclared(t *testing.T, n int) *Receiver {
 		}()
 		go func() { _, _ = pw.Write(prefix) }()
 	}
-	want := int64(n)*(RequestCost+1) + int64(n)*(RequestCost+5)
-	waitFor(t, func() bool { return rc.wire.Load() == want }, "the stalled requests' first bytes")
+	waitFor(t, func() bool { return receiving(t) == 2*n }, "the stalled requests being received")
+	if want := 2 * int64(n) * (RequestCost + chunkMin); rc.wire.Load() != want {
+		t.Errorf("%d stalled requests charged %d bytes, want %d: each its request cost and the first chunk", 2*n, rc.wire.Load(), want)
+	}
 	return rc
+}
+
+// receiving counts the goroutines reading an OTLP body: the requests
+// being received.
+func receiving(t *testing.T) int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	_, records, _ := strings.Cut(b.String(), "\n") // past the header line
+	for _, rec := range strings.Split(records, "\n\n") {
+		if !strings.Contains(rec, "otlp.(*Receiver).readBody") {
+			continue
+		}
+		count, _, _ := strings.Cut(rec, " @")
+		k, err := strconv.Atoi(strings.TrimSpace(count))
+		if err != nil {
+			t.Fatalf("goroutine profile record %.80q: %v", rec, err)
+		}
+		total += k
+	}
+	return total
 }
 
 // A declared body size reserves nothing: requests declaring the largest
@@ -82,7 +111,7 @@ func TestDeclaredSizesNotReserved(t *testing.T) {
 	// What the wire budget charges them, as much again for the server's
 	// own connection and stream state, and room for the runtime's own
 	// growth; the declared sizes would be 1 GiB.
-	bound := int64(2*2*n*(RequestCost+5) + 32<<20)
+	bound := int64(2*2*n*(RequestCost+chunkMin) + 64<<20)
 	t.Logf("%d stalled requests declaring %d bytes each: mapped memory grew %d bytes (bound %d)", 2*n, DefaultMaxBody, grown, bound)
 	if grown > bound {
 		t.Errorf("mapped memory grew %d bytes for %d stalled requests; want at most %d: declared sizes are being reserved", grown, 2*n, bound)

@@ -111,19 +111,18 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *receiv
 }
 
 // readBody reads r's body up to limit bytes, charging RequestCost and
-// then each chunk to the wire budget as it arrives; held is what it
+// then each chunk it reads into to the wire budget; held is what it
 // charged. The status says why it failed: 413 past limit, 503 past the
 // wire budget, 400 a broken read.
 //
 // What is reserved is what is charged. A declared size (Content-Length,
-// or a gRPC message's length prefix) only refuses a body past limit
-// early: nothing is allocated from it, since a client can declare the
-// limit and send nothing, and the memory reserved for a thousand such
-// requests would pass any address-space limit before a byte arrived.
-// The body is read into chunks allocated as the previous one fills; the
-// one being filled, at most chunkMax bytes, is covered by RequestCost,
-// and every byte in it is charged as it arrives. No buffer is grown by
-// doubling, which would hold up to three times the bytes charged.
+// or a gRPC message's length prefix) reserves nothing: a client can
+// declare the limit and send nothing, and a thousand such requests would
+// pass any address-space limit before a byte arrived. A Content-Length
+// past limit is refused at once. The body is read into chunks, each
+// allocated and charged when the one before is full, so a request holds
+// the bytes it sent and at most one chunk being filled. No buffer is
+// grown by doubling, which would hold up to three times its bytes.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (rec *received, held int64, status int, err error) {
 	if r.ContentLength > limit {
 		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, limit)
@@ -132,15 +131,14 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64
 		return nil, 0, http.StatusServiceUnavailable, rc.wireFull()
 	}
 	held = RequestCost
-	src := http.MaxBytesReader(w, r.Body, limit)
-	b := &bodyReader{rc: rc, src: src, held: &held}
+	b := &bodyReader{rc: rc, src: http.MaxBytesReader(w, r.Body, limit), held: &held}
 	return b.chunks()
 }
 
 // received is a body as it arrived, in chunks. Joining chunks into one
-// buffer waits for a decoding slot, whose share of the memory budget covers the joined copy (it is
-// the body's decoded form when it was not compressed), so the bytes held
-// while waiting are only the bytes charged.
+// buffer waits for a decoding slot, whose share of the memory budget
+// covers the joined copy (it is the body's decoded form when it was not
+// compressed), so what is held while waiting is only what is charged.
 type received struct {
 	parts [][]byte
 	n     int
@@ -201,29 +199,33 @@ type bodyReader struct {
 	held *int64
 }
 
-// chunkMax is the largest chunk a body is read into; RequestCost covers
-// the unfilled part of the chunk being read into.
-const chunkMax = 32 << 10
+// Chunk sizes: the first is chunkMin bytes, so a stalled request holds
+// little; each next one twice the last, up to chunkMax.
+const (
+	chunkMin = 4 << 10
+	chunkMax = 32 << 10
+)
 
-// chunks reads a body in chunks of 4 KiB growing to chunkMax, each
-// allocated when the one before is full.
+// chunks reads a body into chunks, each charged to the wire budget when
+// it is allocated, before its bytes arrive.
 func (b *bodyReader) chunks() (*received, int64, int, error) {
 	rb := &received{}
-	chunk := make([]byte, 0, 4<<10) // a stalled request holds little
+	var chunk []byte
 	for {
-		n, err := b.src.Read(chunk[len(chunk):cap(chunk)])
-		if n > 0 {
-			if !b.rc.chargeWire(int64(n)) {
+		if len(chunk) == cap(chunk) {
+			if len(chunk) > 0 {
+				rb.parts = append(rb.parts, chunk)
+			}
+			size := min(max(2*cap(chunk), chunkMin), chunkMax)
+			if !b.rc.chargeWire(int64(size)) {
 				return nil, *b.held, http.StatusServiceUnavailable, b.rc.wireFull()
 			}
-			*b.held += int64(n)
-			chunk = chunk[:len(chunk)+n]
-			rb.n += n
-			if len(chunk) == cap(chunk) {
-				rb.parts = append(rb.parts, chunk)
-				chunk = make([]byte, 0, min(2*cap(chunk), chunkMax))
-			}
+			*b.held += int64(size)
+			chunk = make([]byte, 0, size)
 		}
+		n, err := b.src.Read(chunk[len(chunk):cap(chunk)])
+		chunk = chunk[:len(chunk)+n]
+		rb.n += n
 		switch {
 		case err == io.EOF:
 			if len(chunk) > 0 || len(rb.parts) == 0 {

@@ -24,7 +24,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 	sink := newSumSink()
 	// Room for four slow clients and three large bodies, each with its
 	// request cost, and not for another request's cost on top.
-	budget := int64(4*(RequestCost+1) + 3*(RequestCost+len(body)) + RequestCost/2)
+	bodyHeld := RequestCost + chunked(len(body))
+	budget := 4*(RequestCost+chunkMin) + 3*bodyHeld + RequestCost/2
 	rc := NewReceiver(sink, Options{MaxInFlight: 2, MaxWireBytes: budget})
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -43,8 +44,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		slow = append(slow, c)
 	}
-	slowHeld := int64(4 * (RequestCost + 1))
-	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients' first bytes")
+	slowHeld := int64(4 * (RequestCost + chunkMin))
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients being received")
 
 	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -79,7 +80,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		big = append(big, c)
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == slowHeld+int64(3*(RequestCost+len(body))) }, "the large bodies' bytes")
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld+3*bodyHeld }, "the large bodies' bytes")
 	resp, err = http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +94,18 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		_ = c.Close() // closing hands the wire budget back, checked below
 	}
 	waitFor(t, func() bool { return rc.wire.Load() == 0 }, "the wire budget given back")
+}
+
+// chunked is what a body holds once n of its bytes have arrived and more
+// are awaited: the chunks it is read into, from chunkMin bytes doubling
+// up to chunkMax, the one being filled included.
+func chunked(n int) int64 {
+	total, size := 0, chunkMin
+	for total <= n {
+		total += size
+		size = min(2*size, chunkMax)
+	}
+	return int64(total)
 }
 
 func waitFor(t *testing.T, cond func() bool, what string) {
