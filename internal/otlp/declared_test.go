@@ -67,7 +67,7 @@ func stallDeclared(t *testing.T, n int) *Receiver {
 		go func() { _, _ = pw.Write(prefix) }()
 	}
 	waitFor(t, func() bool { return receiving(t) == 2*n }, "the stalled requests being received")
-	if want := 2 * int64(n) * (RequestCost + chunkMin); rc.wire.Load() != want {
+	if want := int64(n) * (Held(1) + Held(5)); rc.wire.Load() != want {
 		t.Errorf("%d stalled requests charged %d bytes, want %d: each its request cost and the first chunk", 2*n, rc.wire.Load(), want)
 	}
 	return rc
@@ -111,7 +111,7 @@ func TestDeclaredSizesNotReserved(t *testing.T) {
 	// What the wire budget charges them, as much again for the server's
 	// own connection and stream state, and room for the runtime's own
 	// growth; the declared sizes would be 1 GiB.
-	bound := int64(2*2*n*(RequestCost+chunkMin) + 64<<20)
+	bound := 2*2*int64(n)*Held(5) + 64<<20
 	t.Logf("%d stalled requests declaring %d bytes each: mapped memory grew %d bytes (bound %d)", 2*n, DefaultMaxBody, grown, bound)
 	if grown > bound {
 		t.Errorf("mapped memory grew %d bytes for %d stalled requests; want at most %d: declared sizes are being reserved", grown, 2*n, bound)

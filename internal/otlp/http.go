@@ -206,6 +206,21 @@ const (
 	chunkMax = 32 << 10
 )
 
+// nextChunk is the size of the chunk after one of size prev (0: none).
+func nextChunk(prev int) int { return min(max(2*prev, chunkMin), chunkMax) }
+
+// Held is what a request being received holds, and has charged to the
+// wire budget, once n bytes of its body have arrived and more are
+// awaited: RequestCost and the chunks, the one being filled included.
+func Held(n int64) int64 {
+	total, size := int64(0), 0
+	for total <= n {
+		size = nextChunk(size)
+		total += int64(size)
+	}
+	return RequestCost + total
+}
+
 // chunks reads a body into chunks, each charged to the wire budget when
 // it is allocated, before its bytes arrive.
 func (b *bodyReader) chunks() (*received, int64, int, error) {
@@ -216,7 +231,7 @@ func (b *bodyReader) chunks() (*received, int64, int, error) {
 			if len(chunk) > 0 {
 				rb.parts = append(rb.parts, chunk)
 			}
-			size := min(max(2*cap(chunk), chunkMin), chunkMax)
+			size := nextChunk(cap(chunk))
 			if !b.rc.chargeWire(int64(size)) {
 				return nil, *b.held, http.StatusServiceUnavailable, b.rc.wireFull()
 			}

@@ -24,8 +24,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 	sink := newSumSink()
 	// Room for four slow clients and three large bodies, each with its
 	// request cost, and not for another request's cost on top.
-	bodyHeld := RequestCost + chunked(len(body))
-	budget := 4*(RequestCost+chunkMin) + 3*bodyHeld + RequestCost/2
+	bodyHeld := Held(int64(len(body)))
+	budget := 4*Held(1) + 3*bodyHeld + RequestCost/2
 	rc := NewReceiver(sink, Options{MaxInFlight: 2, MaxWireBytes: budget})
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -44,7 +44,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		slow = append(slow, c)
 	}
-	slowHeld := int64(4 * (RequestCost + chunkMin))
+	slowHeld := 4 * Held(1)
 	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients being received")
 
 	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
@@ -94,18 +94,6 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		_ = c.Close() // closing hands the wire budget back, checked below
 	}
 	waitFor(t, func() bool { return rc.wire.Load() == 0 }, "the wire budget given back")
-}
-
-// chunked is what a body holds once n of its bytes have arrived and more
-// are awaited: the chunks it is read into, from chunkMin bytes doubling
-// up to chunkMax, the one being filled included.
-func chunked(n int) int64 {
-	total, size := 0, chunkMin
-	for total <= n {
-		total += size
-		size = min(2*size, chunkMax)
-	}
-	return int64(total)
 }
 
 func waitFor(t *testing.T, cond func() bool, what string) {
