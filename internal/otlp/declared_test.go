@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -14,6 +15,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -147,4 +149,51 @@ func TestDeclaredSizesUnderAddressLimit(t *testing.T) {
 
 func head(b []byte, n int) []byte {
 	return b[:min(n, len(b))]
+}
+
+// A declared size past the limit is refused before any of the body is
+// read: 413 over HTTP, RESOURCE_EXHAUSTED over gRPC, nothing charged.
+func TestDeclaredPastLimitRefused(t *testing.T) {
+	var mu sync.Mutex
+	var outcomes []string
+	rc := NewReceiver(newSumSink(), Options{OnRequest: func(o string, _ int, _ error) { mu.Lock(); outcomes = append(outcomes, o); mu.Unlock() }})
+	hs := httptest.NewServer(rc)
+	defer hs.Close()
+	_, _, gaddr := grpcReceiver(t, rc)
+	for _, c := range []struct {
+		name, url, ctype string
+		declared         int64
+		client           *http.Client
+		status           func(*http.Response) string
+		want             string
+	}{
+		{"http", hs.URL + "/v1/metrics", "application/x-protobuf", DefaultMaxBody + 1, hs.Client(),
+			func(r *http.Response) string { return strconv.Itoa(r.StatusCode) }, "413"},
+		{"grpc", "http://" + gaddr + exportPath, "application/grpc", DefaultMaxBody + 6, h2c(),
+			func(r *http.Response) string { return r.Header.Get("Grpc-Status") }, strconv.Itoa(codeResourceExhausted)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pr, pw := io.Pipe() // the body never comes
+			defer pw.Close()    //nolint:errcheck // test cleanup
+			req, _ := http.NewRequest(http.MethodPost, c.url, pr)
+			req.Header.Set("Content-Type", c.ctype)
+			req.ContentLength = c.declared
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			if got := c.status(resp); got != c.want {
+				t.Errorf("declaring %d bytes: status %s, want %s", c.declared, got, c.want)
+			}
+			if n := rc.wire.Load(); n != 0 {
+				t.Errorf("%d bytes charged after the refusal, want 0", n)
+			}
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(outcomes, ",") != OutcomeTooLarge+","+OutcomeTooLarge {
+		t.Errorf("outcomes %v, want two %q", outcomes, OutcomeTooLarge)
+	}
 }
