@@ -99,7 +99,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // receive reads an OTLP/HTTP body as sent (compressed or not), up to
-// MaxBody bytes, charging each chunk to the wire budget as it arrives.
+// MaxBody bytes, charging the chunks it is read into to the wire budget.
 // held is what it charged, to be given back when the request is done.
 func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *received, held int64, status int, err error) {
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
