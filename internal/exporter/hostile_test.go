@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,7 +367,8 @@ func TestHostileLimits(t *testing.T) {
 	overflow := func(r string) float64 { return testutil.ToFloat64(s.overflow.WithLabelValues(r)) }
 	// http_reqs takes 100 series (900 more overflow), one value is too
 	// long, 49 more metrics fit the metric limit but not the series limit,
-	// 951 definitions are refused and their points name unknown metrics.
+	// 951 definitions are refused and their points are counted once, over
+	// the metric limit, not also as unknown metrics.
 	for _, c := range []struct {
 		what      string
 		got, want float64
@@ -375,7 +377,7 @@ func TestHostileLimits(t *testing.T) {
 		{"series overflow", overflow(OverflowSeries), 949},
 		{"metrics overflow", overflow(OverflowMetrics), 951},
 		{"label_too_long", badCount(s, SourceResults, "label_too_long"), 1},
-		{"unknown_metric", badCount(s, SourceResults, "unknown_metric"), 951},
+		{"unknown_metric", badCount(s, SourceResults, "unknown_metric"), 0},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
@@ -440,9 +442,9 @@ func slowExport(n int) []byte {
 // requests are told to come back later (503 with Retry-After); the ones
 // in progress finish.
 func TestHostileConcurrentOTLP(t *testing.T) {
-	s := hostileServer(t, Config{OTLPMaxBody: 1 << 20, OTLPMemoryBudget: 2 << 20})
-	// The bytes the exporter has read of the request bodies: what it has
-	// charged to the budget, without the requests' own cost.
+	const budget = 2 << 20
+	s := hostileServer(t, Config{OTLPMaxBody: 1 << 20, OTLPMemoryBudget: budget})
+	// The bytes the exporter has read of the request bodies.
 	var bodyRead atomic.Int64
 	h := s.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -453,16 +455,20 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	const senders = 4 // twice the decoding slots
+	// Two send two bytes each, two the largest body that leaves no room
+	// for another request once all four hold what they have received.
+	small := otlp.Held(2)
+	big := sort.Search(1<<20, func(n int) bool { return 2*small+2*otlp.Held(int64(n)) > budget }) - 1
+	if left := budget - 2*small - 2*otlp.Held(int64(big)); big <= 0 || left >= otlp.RequestCost {
+		t.Fatalf("large bodies of %d bytes leave %d bytes of the budget: room for another request", big, left)
+	}
 	codes := make([]int, senders)
 	for i := range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Two send what is left of the budget after every request's
-			// cost and the others' couple of bytes; those two bytes each.
 			body := &blockingBody{release: release, prefix: []byte{0x0a, 0x00}}
 			if i < 2 {
-				big := (2<<20 - senders*otlp.RequestCost - (senders-2)*2) / 2
 				full := slowExport(big + 2)
 				body.prefix = full[:big] // 2 bytes short: the budget is full
 			}
@@ -484,9 +490,9 @@ func TestHostileConcurrentOTLP(t *testing.T) {
 		return resp
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	// Every sender's bytes have arrived: with each request's cost they
-	// fill the budget exactly, so one more request is one too many.
-	sent := int64(2<<20 - senders*otlp.RequestCost)
+	// Every sender's bytes have arrived: with what each request holds
+	// they fill the budget, so one more request is one too many.
+	sent := int64(2*big + 2*2)
 	for bodyRead.Load() < sent && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

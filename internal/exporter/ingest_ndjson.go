@@ -33,11 +33,20 @@ func (s *Server) DefineMetric(def *k6.MetricDef) {
 	s.defineMetric(SourceAPI, def)
 }
 
+// A definition refused by the metric limit is not counted (it is not a
+// sample): each of its samples is, as it arrives (ingestPoint).
 func (s *Server) defineMetric(src string, def *k6.MetricDef) {
 	k := sink{s: s, src: src}
-	if _, err := k.define(def.Name, def.Type, def.Contains); err != nil {
-		s.refuse(src, otlp.RefusalOf(err), 1)
+	_, err := k.define(def.Name, def.Type, def.Contains)
+	if err == nil {
+		s.refused.forget(def.Name)
+		return
 	}
+	if r := otlp.RefusalOf(err); r.Overflow && r.Reason == OverflowMetrics {
+		s.refused.add(def.Name)
+		return
+	}
+	s.refuse(src, otlp.RefusalOf(err), 1)
 }
 
 // ingestPoint applies one sample through the sink; false when it was
@@ -46,7 +55,12 @@ func (s *Server) ingestPoint(src string, p *k6.Point, buf []byte) ([]byte, bool)
 	k := sink{s: s, src: src, pin: src == SourceResults}
 	buf, err := k.sample(buf, p.Metric, p.Tags, p.Value)
 	if err != nil {
-		s.refuse(src, otlp.RefusalOf(err), 1)
+		r := otlp.RefusalOf(err)
+		if errors.Is(err, errUnknownMetric) && s.refused.has(p.Metric) {
+			// Unknown because the metric limit refused its definition.
+			r = otlp.Overflow(OverflowMetrics, fmt.Errorf("metric %q: its definition was refused, over the limit of %d k6 metrics", p.Metric, s.st.metricLimit))
+		}
+		s.refuse(src, r, 1)
 		return buf, false
 	}
 	return buf, true

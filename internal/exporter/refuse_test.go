@@ -93,6 +93,17 @@ func TestRefusalsCountedOnce(t *testing.T) {
 		{"results/series limit", Config{SeriesLimit: 1}, func(t *testing.T, s *Server) {
 			replay(t, s, ndjsonPoint("http_reqs", 1, `"testid":"a"`)+ndjsonPoint("http_reqs", 1, `"testid":"b"`)+ndjsonPoint("http_reqs", 1, `"testid":"c"`))
 		}, "overflow/series", 2},
+		{"results/metric limit", Config{MetricLimit: 1}, func(t *testing.T, s *Server) {
+			def := func(name string) string {
+				return fmt.Sprintf(`{"type":"Metric","data":{"name":%q,"type":"counter","contains":"default"},"metric":%q}`+"\n", name, name)
+			}
+			replay(t, s, def("a")+ndjsonPoint("a", 1, `"testid":"a"`)+def("b")+ndjsonPoint("b", 1, `"testid":"a"`)+ndjsonPoint("b", 2, `"testid":"a"`))
+		}, "overflow/metrics", 2},
+		{"api/metric limit, defined", Config{MetricLimit: 1}, func(t *testing.T, s *Server) {
+			s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: 1, Tags: map[string]string{"testid": "a"}})
+			s.DefineMetric(&k6.MetricDef{Name: "custom", Type: k6.Counter, Contains: k6.Default})
+			s.IngestPoint(&k6.Point{Metric: "custom", Value: 1, Tags: map[string]string{"testid": "a"}})
+		}, "overflow/metrics", 1},
 		{"api/NaN", Config{}, func(t *testing.T, s *Server) {
 			s.IngestPoint(&k6.Point{Metric: "http_reqs", Value: math.NaN(), Tags: map[string]string{"testid": "a"}})
 		}, "bad/api/bad_value", 1},

@@ -76,6 +76,7 @@ type Server struct {
 	lag      *prometheus.GaugeVec
 	lastTS   *prometheus.GaugeVec
 	overflow *prometheus.CounterVec
+	refused  *refusedMetrics // definitions the metric limit refused
 	reopens  prometheus.Counter
 	pushErrs prometheus.Counter
 	starts   prometheus.Counter // OTLP stream identities with a new start time
@@ -97,12 +98,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	limit := max(cfg.SeriesLimit, 0)
 	s := &Server{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		st:    newStore(cfg.AllowTags, limit, envs),
-		reg:   prometheus.NewRegistry(),
-		k6Reg: prometheus.NewRegistry(),
-		rlog:  newRateLog(cfg.Logger, 10*time.Second),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		st:      newStore(cfg.AllowTags, limit, envs),
+		reg:     prometheus.NewRegistry(),
+		k6Reg:   prometheus.NewRegistry(),
+		rlog:    newRateLog(cfg.Logger, 10*time.Second),
+		refused: newRefusedMetrics(),
 	}
 	s.st.metricLimit = max(cfg.MetricLimit, 0)
 	s.st.maxLabel = max(cfg.MaxLabelValue, 0)

@@ -75,20 +75,15 @@ func counts(c *prometheus.CounterVec) map[string]float64 {
 
 // soakOverflow is what the limit named reason dropped
 // (series_overflow_total), and every other drop or refusal: the other
-// limits' overflows and every bad-input count but followOn's (reason and
-// source, joined by "/"), which must count exactly the inputs the limit
-// dropped: the samples of a metric the metric limit refused have no
-// Metric line (unknown_metric).
-func soakOverflow(st *soakTarget, reason, followOn string) (float64, string) {
+// limits' overflows and every bad-input count, none of which may grow
+// (the samples of a metric the metric limit refused are counted once,
+// as its overflow).
+func soakOverflow(st *soakTarget, reason string) (float64, string) {
 	over, bad := counts(st.s.overflow), counts(st.s.bad)
 	n := over[reason]
 	delete(over, reason)
-	want := map[string]float64{}
-	if followOn != "" && n > 0 {
-		want[followOn] = n
-	}
-	if len(over) > 0 || !maps.Equal(bad, want) {
-		return n, fmt.Sprintf("overflow %v, bad input %v (want %v)", over, bad, want)
+	if len(over) > 0 || len(bad) > 0 {
+		return n, fmt.Sprintf("overflow %v, bad input %v (want none)", over, bad)
 	}
 	return n, ""
 }
@@ -128,13 +123,13 @@ func soakAttacks() []soakAttack {
 				_, _ = fmt.Fprintf(w, `{"type":"Metric","data":{"name":"custom_%d","type":"counter","contains":"default"},"metric":"custom_%d"}`+"\n", i, i)
 				_, _ = fmt.Fprintf(w, `{"metric":"custom_%d","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":1,"tags":{"testid":"t"}}}`+"\n", i)
 			})
-			return soakOverflow(st, OverflowMetrics, "unknown_metric/"+SourceResults)
+			return soakOverflow(st, OverflowMetrics)
 		}},
 		{"labels (100,000 distinct name tags)", func(b *testing.B, st *soakTarget) (float64, string) {
 			soakReplay(b, st, 100000, func(w io.Writer, i int) {
 				_, _ = fmt.Fprintf(w, `{"metric":"http_req_duration","type":"Point","data":{"time":"2026-11-30T08:51:04Z","value":%d,"tags":{"name":"https://example.test/item/%d","testid":"t"}}}`+"\n", i%5000, i)
 			})
-			return soakOverflow(st, OverflowSeries, "")
+			return soakOverflow(st, OverflowSeries)
 		}},
 		{"resources (120,000 resource attribute sets)", func(b *testing.B, st *soakTarget) (float64, string) {
 			postResources(b, st, 12)
@@ -142,7 +137,7 @@ func soakAttacks() []soakAttack {
 			if n := st.s.st.nseries.Load(); n > 10 {
 				return 0, fmt.Sprintf("%d series held for one counter", n)
 			}
-			return soakOverflow(st, OverflowStreams, "")
+			return soakOverflow(st, OverflowStreams)
 		}},
 		{"bombs (20 parallel requests of 16 MiB + 1 KiB, gzipped)", func(b *testing.B, st *soakTarget) (float64, string) {
 			body := overBodyLimit(st.s.cfg.OTLPMaxBody)

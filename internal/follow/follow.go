@@ -1,10 +1,17 @@
 // Package follow reads the lines of a file that another process is still
 // writing, as `tail -F` does: it waits for the file to appear, reads it
 // from the start, keeps reading as it grows, starts again from the top
-// when it is truncated (seen by its size, or by the content before the
-// read offset when it was refilled past its old size between two looks),
-// and moves to the new file when the path is rotated (renamed away or removed and recreated), after finishing the
+// when it is truncated, and moves to the new file when the path is
+// rotated (renamed away or removed and recreated), after finishing the
 // old one. "-" reads standard input to its end.
+//
+// A truncation is seen when any look at the file finds it smaller than
+// at an earlier look, or finds the first bytes read, or those just
+// before the read offset, changed. A file truncated and refilled to the
+// same or a larger size between two looks, with the same bytes where
+// they are compared, cannot be told from one that grew: k6 writes a
+// nanosecond timestamp on every sample, so a new run's lines differ from
+// the last one's.
 //
 // Only complete lines are handed over: a line still being written stays
 // buffered until its newline arrives.
@@ -106,6 +113,7 @@ type tailer struct {
 	f       *os.File
 	info    os.FileInfo
 	off     int64  // bytes consumed from f
+	seen    int64  // the largest size of f seen, at least off
 	buf     []byte // read buffer
 	partial []byte // incomplete last line
 	head    []byte // the first bytes consumed from this file
@@ -141,7 +149,7 @@ func (t *tailer) open() error {
 				_ = f.Close() // only read
 				return err
 			}
-			t.f, t.info, t.off, t.partial, t.head, t.tail = f, info, 0, t.partial[:0], t.head[:0], t.tail[:0]
+			t.f, t.info, t.off, t.seen, t.partial, t.head, t.tail = f, info, 0, info.Size(), t.partial[:0], t.head[:0], t.tail[:0]
 			return nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -166,9 +174,13 @@ func (t *tailer) run() error {
 		if err := t.ctx.Err(); err != nil {
 			return err
 		}
-		if t.replaced() {
-			// Truncated and written past the old size between two looks:
-			// the size alone cannot tell, the content at the offset can.
+		shrunk, err := t.shrunk()
+		if err != nil {
+			return err
+		}
+		if shrunk || t.replaced() {
+			// Smaller than before, or refilled past the old size between
+			// two looks (the content read no longer matches): a new file.
 			if err := t.restart(); err != nil {
 				return err
 			}
@@ -211,11 +223,6 @@ func (t *tailer) run() error {
 				return err
 			}
 			continue
-		case cur.Size() < t.off:
-			if err := t.restart(); err != nil {
-				return err
-			}
-			continue
 		}
 		if err := t.sleep(); err != nil {
 			return err
@@ -229,8 +236,24 @@ func (t *tailer) restart() error {
 	if _, err := t.f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	t.off, t.partial, t.head, t.tail = 0, t.partial[:0], t.head[:0], t.tail[:0]
+	t.off, t.seen, t.partial, t.head, t.tail = 0, 0, t.partial[:0], t.head[:0], t.tail[:0]
 	return nil
+}
+
+// shrunk reports whether the open file is smaller than it was at an
+// earlier look (or than the bytes read from it): truncated, whether or
+// not it has been refilled past the read offset since. A k6 output only
+// grows.
+func (t *tailer) shrunk() (bool, error) {
+	info, err := t.f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if info.Size() < max(t.seen, t.off) {
+		return true, nil
+	}
+	t.seen = info.Size()
+	return false, nil
 }
 
 // replaced reports whether the bytes at the start of the file or just

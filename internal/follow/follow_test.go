@@ -9,7 +9,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/envelope-dev/envelope/internal/fixtures"
 )
+
+// testPoll is the poll interval of the followers started by start.
+const testPoll = 5 * time.Millisecond
 
 // collector gathers lines and reopen reasons from a running Lines.
 type collector struct {
@@ -32,7 +37,7 @@ func start(t *testing.T, path string) (*collector, func() error) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- Lines(ctx, path, Options{
-			Poll:     5 * time.Millisecond,
+			Poll:     testPoll,
 			OnReopen: func(r string) { c.mu.Lock(); c.reasons = append(c.reasons, r); c.mu.Unlock() },
 			OnWait:   func() { c.mu.Lock(); c.waits++; c.mu.Unlock() },
 		}, func(b []byte) { c.mu.Lock(); c.lines = append(c.lines, string(b)); c.mu.Unlock() })
@@ -293,4 +298,156 @@ func refill(t *testing.T, a, b string) {
 func waitCount(t *testing.T, c *collector, want int) []string {
 	t.Helper()
 	return waitLines(t, c, want, false)
+}
+
+// A k6 output refilled with byte-identical content is a new run: read
+// again from the start, every line exactly twice, when a poll sees the
+// truncation before the refill (its size drops) or when the file is
+// renamed away and replaced (a new inode), whatever the content.
+func TestIdenticalRefill(t *testing.T) {
+	run, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(run), "\n"), "\n")
+	for _, c := range []struct {
+		name   string
+		replay func(t *testing.T, path string, c *collector)
+		reason string
+	}{
+		{"truncated, polled, refilled", func(t *testing.T, path string, c *collector) {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+			waitReason(t, c) // a poll has seen the size drop
+			appendTo(t, path, string(run))
+		}, Truncated},
+		{"renamed and replaced", func(t *testing.T, path string, _ *collector) {
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, path, string(run))
+		}, Rotated},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "out.ndjson")
+			appendTo(t, path, string(run))
+			col, stop := start(t, path)
+			waitCount(t, col, len(lines))
+			c.replay(t, path, col)
+			waitCount(t, col, 2*len(lines))
+			// Polls go on: nothing is read a third time.
+			time.Sleep(20 * testPoll)
+			if err := stop(); err != context.Canceled {
+				t.Errorf("Lines returned %v, want context.Canceled", err)
+			}
+			got, reasons, _ := col.snapshot()
+			if len(got) != 2*len(lines) {
+				t.Fatalf("%d lines, want %d (the run's %d twice)", len(got), 2*len(lines), len(lines))
+			}
+			for i, l := range got {
+				if l != lines[i%len(lines)] {
+					t.Fatalf("line %d: %.80q, want %.80q", i, l, lines[i%len(lines)])
+				}
+			}
+			if len(reasons) != 1 || reasons[0] != c.reason {
+				t.Errorf("reopen reasons %q, want one %q", reasons, c.reason)
+			}
+		})
+	}
+}
+
+// waitReason waits until a reopen was seen.
+func waitReason(t *testing.T, c *collector) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if _, r, _ := c.snapshot(); len(r) > 0 {
+			return
+		}
+	}
+	t.Fatal("no poll saw the truncation")
+}
+
+// A file truncated and refilled with the same bytes while the follower is
+// still reading it, and found smaller than before by a later look, though
+// already past the read offset again, is read again from the start: the
+// lines handed over before that look, then every line of the refill.
+func TestIdenticalRefillSeenShrunk(t *testing.T) {
+	run, err := os.ReadFile(fixtures.Path(t, "k6/generated-v2.2.0/runA-default/runA-out.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(run), "\n"), "\n")
+	// The refill stops at a line boundary three quarters in: far past what
+	// the follower has read when it is held at the first line, short of
+	// the old size.
+	cut := strings.LastIndexByte(string(run[:len(run)*3/4]), '\n') + 1
+	path := filepath.Join(t.TempDir(), "out.ndjson")
+	appendTo(t, path, string(run))
+
+	c := &collector{}
+	held, release := make(chan struct{}), make(chan struct{})
+	before := -1 // lines handed over when the truncation was seen
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Lines(ctx, path, Options{
+			Poll: testPoll,
+			OnReopen: func(r string) {
+				c.mu.Lock()
+				c.reasons = append(c.reasons, r)
+				before = len(c.lines)
+				c.mu.Unlock()
+			},
+		}, func(l []byte) {
+			c.mu.Lock()
+			c.lines = append(c.lines, string(l))
+			first := len(c.lines) == 1
+			c.mu.Unlock()
+			if first {
+				close(held)
+				<-release
+			}
+		})
+	}()
+	<-held
+	if err := os.WriteFile(path, run[:cut], 0o644); err != nil { // truncate, refill part
+		t.Fatal(err)
+	}
+	close(release)
+	// Either the truncation is seen, or (missed) the first content is read
+	// on up to the cut; then the refill is completed.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
+		got, reasons, _ := c.snapshot()
+		if len(reasons) > 0 || len(got) >= strings.Count(string(run[:cut]), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the follower neither saw the truncation nor read on")
+		}
+	}
+	appendTo(t, path, string(run[cut:]))
+	waitCount(t, c, len(lines))
+	time.Sleep(20 * testPoll) // polls go on; nothing more is read
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Fatalf("Lines returned %v, want context.Canceled", err)
+	}
+	got, reasons, _ := c.snapshot()
+	if len(reasons) != 1 || reasons[0] != Truncated || before < 1 || before >= len(lines) {
+		t.Fatalf("reopen reasons %q after %d lines; want one %q part-way through the first content (%d lines), then the refill (%d lines, %d read in all)",
+			reasons, before, Truncated, len(lines), len(lines), len(got))
+	}
+	if len(got) != before+len(lines) {
+		t.Fatalf("%d lines, want %d: %d before the truncation was seen, then the refill's %d", len(got), before+len(lines), before, len(lines))
+	}
+	for i, l := range got {
+		j := i // the first content's lines, then the refill's
+		if i >= before {
+			j = i - before
+		}
+		if want := lines[j]; l != want {
+			t.Fatalf("line %d: %.80q, want %.80q", i, l, want)
+		}
+	}
 }

@@ -43,9 +43,9 @@ func (rc *Receiver) release() {
 	}
 }
 
-// RequestCost is what a request being received holds beyond its bytes
-// (its goroutine, the server's request and stream state, the first read
-// buffer), charged to the wire budget when its body starts: stalled
+// RequestCost is what a request being received holds beyond the chunks
+// its body is read into (its goroutine, the server's request and stream
+// state), charged to the wire budget when its body starts: stalled
 // requests are then bounded in number, not only in the bytes they sent.
 const RequestCost = 64 << 10
 

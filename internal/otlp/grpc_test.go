@@ -198,7 +198,7 @@ func TestGRPCSlowSendersHoldNoSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == 4*(RequestCost+6) }, "the slow calls' first bytes")
+	waitFor(t, func() bool { return rc.wire.Load() == 4*Held(6) }, "the slow calls being received")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := client.Export(ctx, k6Export(t, 2)); err != nil {
@@ -213,7 +213,7 @@ func TestGRPCSlowSendersHoldNoSlot(t *testing.T) {
 // its message starts, so past the budget a call is refused at once with
 // UNAVAILABLE instead of holding a goroutine and buffers.
 func TestGRPCStalledCallsBounded(t *testing.T) {
-	rc := NewReceiver(newSumSink(), Options{MaxWireBytes: 3*RequestCost + 100})
+	rc := NewReceiver(newSumSink(), Options{MaxWireBytes: 3*Held(6) + 100})
 	_, _, addr := grpcReceiver(t, rc)
 	tr := h2c()
 	stall := func() (*io.PipeWriter, chan string) {
@@ -243,7 +243,7 @@ func TestGRPCStalledCallsBounded(t *testing.T) {
 		t.Cleanup(func() { _ = pw.Close() })
 		held = append(held, got)
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == 3*(RequestCost+6) }, "three stalled calls charged")
+	waitFor(t, func() bool { return rc.wire.Load() == 3*Held(6) }, "three stalled calls charged")
 	pw, got := stall()
 	defer pw.Close() //nolint:errcheck // test cleanup
 	select {

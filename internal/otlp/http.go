@@ -99,12 +99,9 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // receive reads an OTLP/HTTP body as sent (compressed or not), up to
-// MaxBody bytes, charging each chunk to the wire budget as it arrives.
+// MaxBody bytes, charging the chunks it is read into to the wire budget.
 // held is what it charged, to be given back when the request is done.
 func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *received, held int64, status int, err error) {
-	if r.ContentLength > rc.opts.MaxBody {
-		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, rc.opts.MaxBody)
-	}
 	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
 	case "", "identity", "gzip":
 	default:
@@ -114,42 +111,34 @@ func (rc *Receiver) receive(w http.ResponseWriter, r *http.Request) (rec *receiv
 }
 
 // readBody reads r's body up to limit bytes, charging RequestCost and
-// then each chunk to the wire budget as it arrives; held is what it
+// then each chunk it reads into to the wire budget; held is what it
 // charged. The status says why it failed: 413 past limit, 503 past the
 // wire budget, 400 a broken read.
 //
-// What is held is what is charged: a body of known size (Content-Length,
-// or a gRPC message's length prefix) is read into one buffer of that
-// size, whose pages fill only as its bytes arrive; a body of unknown size
-// is kept as a list of chunks and joined once at its end, the join
-// charged too. No buffer is grown by doubling, which would hold up to
-// three times the bytes charged.
+// What is reserved is what is charged. A declared size (Content-Length,
+// or a gRPC message's length prefix) reserves nothing: a client can
+// declare the limit and send nothing, and a thousand such requests would
+// pass any address-space limit before a byte arrived. A Content-Length
+// past limit is refused at once. The body is read into chunks, each
+// allocated and charged when the one before is full, so a request holds
+// the bytes it sent and at most one chunk being filled. No buffer is
+// grown by doubling, which would hold up to three times its bytes.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request, limit int64) (rec *received, held int64, status int, err error) {
+	if r.ContentLength > limit {
+		return nil, 0, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes exceeds the %d-byte limit", r.ContentLength, limit)
+	}
 	if !rc.chargeWire(RequestCost) {
 		return nil, 0, http.StatusServiceUnavailable, rc.wireFull()
 	}
 	held = RequestCost
-	src := http.MaxBytesReader(w, r.Body, limit)
-	b := &bodyReader{rc: rc, src: src, held: &held}
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		raw := make([]byte, r.ContentLength)
-		if status, err = b.fill(raw); err != nil {
-			return nil, held, status, err
-		}
-		// Anything past the declared length is a broken request.
-		if n, _ := b.src.Read(make([]byte, 1)); n > 0 {
-			return nil, held, http.StatusBadRequest, errors.New("body longer than its Content-Length")
-		}
-		return &received{parts: [][]byte{raw}, n: len(raw)}, held, 0, nil
-	}
+	b := &bodyReader{rc: rc, src: http.MaxBytesReader(w, r.Body, limit), held: &held}
 	return b.chunks()
 }
 
-// received is a body as it arrived: one buffer when its size was known,
-// chunks otherwise. Joining chunks into one buffer waits for a decoding
-// slot, whose share of the memory budget covers the joined copy (it is
-// the body's decoded form when it was not compressed), so the bytes held
-// while waiting are only the bytes charged.
+// received is a body as it arrived, in chunks. Joining chunks into one
+// buffer waits for a decoding slot, whose share of the memory budget
+// covers the joined copy (it is the body's decoded form when it was not
+// compressed), so what is held while waiting is only what is charged.
 type received struct {
 	parts [][]byte
 	n     int
@@ -210,46 +199,48 @@ type bodyReader struct {
 	held *int64
 }
 
-// fill reads exactly len(p) bytes.
-func (b *bodyReader) fill(p []byte) (int, error) {
-	for off := 0; off < len(p); {
-		n, err := b.src.Read(p[off:min(len(p), off+32<<10)])
-		if n > 0 {
-			if !b.rc.chargeWire(int64(n)) {
-				return http.StatusServiceUnavailable, b.rc.wireFull()
-			}
-			*b.held += int64(n)
-			off += n
-		}
-		if err != nil {
-			if err == io.EOF && off == len(p) {
-				return 0, nil
-			}
-			return readStatus(err)
-		}
+// Chunk sizes: the first is chunkMin bytes, so a stalled request holds
+// little; each next one twice the last, up to chunkMax.
+const (
+	chunkMin = 4 << 10
+	chunkMax = 32 << 10
+)
+
+// nextChunk is the size of the chunk after one of size prev (0: none).
+func nextChunk(prev int) int { return min(max(2*prev, chunkMin), chunkMax) }
+
+// Held is what a request being received holds, and has charged to the
+// wire budget, once n bytes of its body have arrived and more are
+// awaited: RequestCost and the chunks, the one being filled included.
+func Held(n int64) int64 {
+	total, size := int64(0), 0
+	for total <= n {
+		size = nextChunk(size)
+		total += int64(size)
 	}
-	return 0, nil
+	return RequestCost + total
 }
 
-// chunks reads a body of unknown size (gRPC sends none) in chunks of up
-// to 32 KiB, then joins them into one buffer of the body's size.
+// chunks reads a body into chunks, each charged to the wire budget when
+// it is allocated, before its bytes arrive.
 func (b *bodyReader) chunks() (*received, int64, int, error) {
 	rb := &received{}
-	chunk := make([]byte, 0, 4<<10) // a stalled request holds little
+	var chunk []byte
 	for {
-		n, err := b.src.Read(chunk[len(chunk):cap(chunk)])
-		if n > 0 {
-			if !b.rc.chargeWire(int64(n)) {
+		if len(chunk) == cap(chunk) {
+			if len(chunk) > 0 {
+				rb.parts = append(rb.parts, chunk)
+			}
+			size := nextChunk(cap(chunk))
+			if !b.rc.chargeWire(int64(size)) {
 				return nil, *b.held, http.StatusServiceUnavailable, b.rc.wireFull()
 			}
-			*b.held += int64(n)
-			chunk = chunk[:len(chunk)+n]
-			rb.n += n
-			if len(chunk) == cap(chunk) {
-				rb.parts = append(rb.parts, chunk)
-				chunk = make([]byte, 0, min(2*cap(chunk), 32<<10))
-			}
+			*b.held += int64(size)
+			chunk = make([]byte, 0, size)
 		}
+		n, err := b.src.Read(chunk[len(chunk):cap(chunk)])
+		chunk = chunk[:len(chunk)+n]
+		rb.n += n
 		switch {
 		case err == io.EOF:
 			if len(chunk) > 0 || len(rb.parts) == 0 {

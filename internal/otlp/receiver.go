@@ -121,10 +121,11 @@ type Options struct {
 	// MaxInFlight bounds the requests decoded at once (each may hold
 	// MaxBody bytes decompressed and their decoded form); 0 = no limit.
 	MaxInFlight int
-	// MaxWireBytes bounds the bytes of OTLP bodies (HTTP and gRPC) being
-	// received, over all requests, charged as they arrive, plus
-	// RequestCost for each request: a client sending slowly holds only
-	// what it has sent, so slow clients cannot take the decoding slots
+	// MaxWireBytes bounds the memory of OTLP bodies (HTTP and gRPC)
+	// being received, over all requests: the chunks they are read into,
+	// charged as they are allocated, plus RequestCost for each request
+	// (Held): a client sending slowly holds only what it has sent and the
+	// chunk being filled, so slow clients cannot take the decoding slots
 	// from others, and stalled requests are bounded in number. Past it a
 	// request gets 503 with Retry-After (a gRPC call UNAVAILABLE). 0 = no
 	// limit.

@@ -24,7 +24,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 	sink := newSumSink()
 	// Room for four slow clients and three large bodies, each with its
 	// request cost, and not for another request's cost on top.
-	budget := int64(4*(RequestCost+1) + 3*(RequestCost+len(body)) + RequestCost/2)
+	bodyHeld := Held(int64(len(body)))
+	budget := 4*Held(1) + 3*bodyHeld + RequestCost/2
 	rc := NewReceiver(sink, Options{MaxInFlight: 2, MaxWireBytes: budget})
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
@@ -43,8 +44,8 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		slow = append(slow, c)
 	}
-	slowHeld := int64(4 * (RequestCost + 1))
-	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients' first bytes")
+	slowHeld := 4 * Held(1)
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld }, "the slow clients being received")
 
 	resp, err := http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -79,7 +80,7 @@ func TestSlowSendersHoldNoSlot(t *testing.T) {
 		}
 		big = append(big, c)
 	}
-	waitFor(t, func() bool { return rc.wire.Load() == slowHeld+int64(3*(RequestCost+len(body))) }, "the large bodies' bytes")
+	waitFor(t, func() bool { return rc.wire.Load() == slowHeld+3*bodyHeld }, "the large bodies' bytes")
 	resp, err = http.Post(srv.URL, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
