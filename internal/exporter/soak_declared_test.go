@@ -3,7 +3,6 @@
 package exporter
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -13,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/metrics"
-	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +26,7 @@ import (
 
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/otlp"
+	"github.com/envelope-dev/envelope/internal/otlp/otlptest"
 )
 
 // declaredResult is what the stalled-declarations attack measured.
@@ -141,7 +139,7 @@ func stallDeclared(t *testing.T, n int) declaredResult {
 			done += k
 		}
 		mu.Unlock()
-		if r.Stalled = receiving(t); r.Stalled+done >= n {
+		if r.Stalled = otlptest.Receiving(t); r.Stalled+done >= n {
 			break
 		}
 	}
@@ -179,27 +177,4 @@ func stallDeclared(t *testing.T, n int) declaredResult {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// receiving counts the goroutines reading an OTLP body: the calls being
-// received.
-func receiving(t *testing.T) int {
-	var b bytes.Buffer
-	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	_, records, _ := strings.Cut(b.String(), "\n") // past the header line
-	for _, rec := range strings.Split(records, "\n\n") {
-		if !strings.Contains(rec, "otlp.(*Receiver).readBody") {
-			continue
-		}
-		count, _, _ := strings.Cut(rec, " @")
-		k, err := strconv.Atoi(strings.TrimSpace(count))
-		if err != nil {
-			t.Fatalf("goroutine profile record %.80q: %v", rec, err)
-		}
-		total += k
-	}
-	return total
 }

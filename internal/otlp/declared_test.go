@@ -1,7 +1,6 @@
 package otlp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,11 +11,12 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/metrics"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/envelope-dev/envelope/internal/otlp/otlptest"
 )
 
 // mappedBytes is the memory the Go runtime has mapped, touched or not:
@@ -68,35 +68,11 @@ func stallDeclared(t *testing.T, n int) *Receiver {
 		}()
 		go func() { _, _ = pw.Write(prefix) }()
 	}
-	waitFor(t, func() bool { return receiving(t) == 2*n }, "the stalled requests being received")
+	waitFor(t, func() bool { return otlptest.Receiving(t) == 2*n }, "the stalled requests being received")
 	if want := int64(n) * (Held(1) + Held(5)); rc.wire.Load() != want {
 		t.Errorf("%d stalled requests charged %d bytes, want %d: each its request cost and the first chunk", 2*n, rc.wire.Load(), want)
 	}
 	return rc
-}
-
-// receiving counts the goroutines reading an OTLP body: the requests
-// being received.
-func receiving(t *testing.T) int {
-	t.Helper()
-	var b bytes.Buffer
-	if err := pprof.Lookup("goroutine").WriteTo(&b, 1); err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	_, records, _ := strings.Cut(b.String(), "\n") // past the header line
-	for _, rec := range strings.Split(records, "\n\n") {
-		if !strings.Contains(rec, "otlp.(*Receiver).readBody") {
-			continue
-		}
-		count, _, _ := strings.Cut(rec, " @")
-		k, err := strconv.Atoi(strings.TrimSpace(count))
-		if err != nil {
-			t.Fatalf("goroutine profile record %.80q: %v", rec, err)
-		}
-		total += k
-	}
-	return total
 }
 
 // A declared body size reserves nothing: requests declaring the largest
