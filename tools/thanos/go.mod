@@ -8,21 +8,22 @@
 // satisfies (v0.42.5 asks for go 1.26.10).
 //
 // A dependency's replace directives do not apply to the modules that
-// require it, so Thanos's own six are repeated here; without them its
-// module does not resolve or build:
-//   - capnp v3 is held at v3.0.0-alpha.30: the v3.1.0-alpha.1 that
-//     Thanos requires changed the API its generated Receive code uses.
-//   - gomemcache is a fork with a custom dialer, which the memcached
-//     cache client (from Cortex) calls.
+// require it, so Thanos's own six are repeated here, with the reasons its
+// go.mod gives:
+//   - capnp v3 is held at v3.0.0-alpha.30 rather than the v3.1.0-alpha.1
+//     Thanos requires (thanos-io/thanos#7944); Receive's Cap'n Proto
+//     replication code is built against it.
+//   - gomemcache is a fork with a custom dialer (bradfitz/gomemcache#86),
+//     which the memcached client taken from Cortex needs.
 //   - kuberesolver v4 is replaced by v5, which supports the gRPC version
 //     Thanos requires (weaveworks/common still imports v4).
-//   - galaxycache is the Thanos community fork the store gateway's
-//     caching bucket uses.
-//   - gopkg.in/alecthomas/kingpin.v2 is taken from a newer commit of
-//     kingpin's repository, which its flags rely on.
-//   - zenhack.net/go/util (a capnp dependency) is fetched from GitHub:
-//     the zenhack.net domain expired, so its import path no longer
-//     resolves.
+//   - galaxycache is the thanos-community fork.
+//   - gopkg.in/alecthomas/kingpin.v2 is taken from a later commit of
+//     kingpin's repository.
+//   - zenhack.net/go/util (a capnp dependency) is fetched from its GitHub
+//     repository: the zenhack.net domain expired.
+// Without them the module graph differs from the one Thanos is tested
+// with, and zenhack.net/go/util cannot be fetched at all.
 module github.com/envelope-dev/envelope/tools/thanos
 
 go 1.26.7
