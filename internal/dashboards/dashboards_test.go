@@ -83,19 +83,7 @@ func allVariants(t *testing.T) map[string]map[string]model {
 }
 
 // panels flattens rows and panels (including panels nested in rows).
-func panels(m model) []map[string]any {
-	var out []map[string]any
-	for _, p := range m["panels"].([]any) {
-		pm := p.(map[string]any)
-		out = append(out, pm)
-		if inner, ok := pm["panels"].([]any); ok {
-			for _, q := range inner {
-				out = append(out, q.(map[string]any))
-			}
-		}
-	}
-	return out
-}
+func panels(m model) []map[string]any { return flatPanels(m) }
 
 type query struct {
 	where string // dashboard / panel / refId, for messages
@@ -106,31 +94,8 @@ type query struct {
 // annotations and query variables (label_values(...) unwrapped).
 func queries(file string, m model) []query {
 	var out []query
-	for _, p := range panels(m) {
-		ts, _ := p["targets"].([]any)
-		for _, t := range ts {
-			tm := t.(map[string]any)
-			out = append(out, query{fmt.Sprintf("%s panel %v %q ref %v", file, p["id"], p["title"], tm["refId"]), tm["expr"].(string)})
-		}
-	}
-	ann := m["annotations"].(map[string]any)["list"].([]any)
-	for _, a := range ann {
-		am := a.(map[string]any)
-		if e, ok := am["expr"].(string); ok {
-			out = append(out, query{fmt.Sprintf("%s annotation %q", file, am["name"]), e})
-		}
-	}
-	for _, v := range m["templating"].(map[string]any)["list"].([]any) {
-		vm := v.(map[string]any)
-		if vm["type"] != "query" {
-			continue
-		}
-		q := vm["query"].(string)
-		inner := strings.TrimSuffix(strings.TrimPrefix(q, "label_values("), ")")
-		if i := strings.LastIndex(inner, ","); i > 0 {
-			inner = inner[:i]
-		}
-		out = append(out, query{fmt.Sprintf("%s variable %q", file, vm["name"]), inner})
+	for _, q := range modelQueries(file, m) {
+		out = append(out, query{q.Where, q.Expr})
 	}
 	return out
 }
@@ -147,17 +112,7 @@ var substitutions = map[string]string{
 	"trend":           "k6_actor_get_seconds",
 }
 
-var varRef = regexp.MustCompile(`\$\{(\w+)\}|\$(\w+)`)
-
-func substitute(expr string) string {
-	return varRef.ReplaceAllStringFunc(expr, func(s string) string {
-		name := strings.Trim(s, "${}")
-		if v, ok := substitutions[name]; ok {
-			return v
-		}
-		return s // $1 in label_replace is PromQL's, not Grafana's
-	})
-}
+func substitute(expr string) string { return Substitute(expr, substitutions) }
 
 func parse(t *testing.T, q query) parser.Expr {
 	t.Helper()

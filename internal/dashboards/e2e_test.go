@@ -179,12 +179,7 @@ scrape_configs:
 				skipped++
 				continue
 			}
-			expr := varRef.ReplaceAllStringFunc(q.expr, func(s string) string {
-				if v, ok := vals[strings.Trim(s, "${}")]; ok {
-					return v
-				}
-				return s
-			})
+			expr := Substitute(q.expr, vals)
 			n, err := promQuery(prom, expr)
 			if err != nil {
 				t.Errorf("%s: %v\n%s", q.where, err, expr)

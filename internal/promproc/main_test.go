@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestMain builds promtool before the tests' timer starts (see
+// TestMain builds promtool and Thanos before the tests' timer starts (see
 // promtest.Main, which cannot be imported here).
 func TestMain(m *testing.M) {
-	if err := BuildTools(context.Background(), "promtool"); err != nil {
+	if err := BuildTools(context.Background(), "promtool", "thanos"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(m.Run())

@@ -125,9 +125,16 @@ func GoTool(ctx context.Context, name string) (string, error) {
 // links the Kubernetes client whatever the tags: its own commands use
 // Kubernetes discovery). Without the plugins, a cold build took 0.36× the
 // CPU time for Prometheus and 0.70× for promtool (docs/builds.md).
+//
+// Thanos converts its protobuf labels to Prometheus's labels.Labels in
+// place, which holds only for the slice layout of labels.Labels; since
+// Prometheus v3 the default layout is one string, so Thanos's releases are
+// built with the slicelabels tag (its .promu.yml), and a build without it
+// panics on the first series it reads over gRPC.
 var toolTags = map[string]string{
 	"prometheus": "remove_all_sd",
 	"promtool":   "remove_all_sd,enable_aws_sd",
+	"thanos":     "slicelabels",
 }
 
 // buildArgs are the go command's arguments that build the tool name

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,12 +105,14 @@ func TestToolModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	am := filepath.Join(root, "tools", "alertmanager")
+	thanos := filepath.Join(root, "tools", "thanos")
 	for name, want := range map[string]string{
 		"prometheus":   root,
 		"promtool":     root,
 		"kustomize":    root, // sigs.k8s.io/kustomize/kustomize/v5
 		"alertmanager": am,
 		"amtool":       am,
+		"thanos":       thanos,
 		"v5":           "",
 		"":             "",
 		"no-such-tool": "",
@@ -123,7 +126,7 @@ func TestToolModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"prometheus", "promtool", "kustomize", "alertmanager", "amtool"}; !slices.Equal(names, want) {
+	if want := []string{"prometheus", "promtool", "kustomize", "alertmanager", "amtool", "thanos"}; !slices.Equal(names, want) {
 		t.Errorf("Tools() = %q, want %q", names, want)
 	}
 	if _, err := GoTool(context.Background(), "no-such-tool"); err == nil || !strings.Contains(err.Error(), "not a tool") {
@@ -236,6 +239,25 @@ func TestPromtoolBuildTags(t *testing.T) {
 		if field, _, _ := strings.Cut(tc.sd, ":"); !tc.known && !bytes.Contains(out, []byte(field)) {
 			t.Errorf("promtool check config with %s: the error does not name %s:\n%s", tc.sd, field, out)
 		}
+	}
+}
+
+// Thanos reads labels over gRPC into labels.Labels in place, which needs
+// the slicelabels layout: the binary must record that tag.
+func TestThanosBuildTags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds Thanos")
+	}
+	bin, err := GoTool(t.Context(), "thanos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), "go", "version", "-m", bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go version -m %s: %v\n%s", bin, err, out)
+	}
+	if !regexp.MustCompile(`(?m)^\s+build\s+-tags=(\S+,)?slicelabels(,\S+)?$`).Match(out) {
+		t.Errorf("the Thanos binary was built without the slicelabels tag:\n%s", out)
 	}
 }
 

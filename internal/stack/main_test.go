@@ -9,5 +9,5 @@ import (
 
 // The tools are built before the tests' timer starts (promtest.Main).
 func TestMain(m *testing.M) {
-	os.Exit(promtest.Main(m, "prometheus", "promtool", "alertmanager", "amtool"))
+	os.Exit(promtest.Main(m, "prometheus", "promtool", "alertmanager", "amtool", "thanos"))
 }

@@ -180,30 +180,7 @@ func TestRulesAreShardSafe(t *testing.T) {
 	end := steps[len(steps)-1].to
 	time.Sleep(time.Until(end.Add(3 * time.Second)))
 
-	// valid reports whether an evaluation at te reads the same chunks on
-	// every target: the window starts after the first chunk, and neither
-	// window edge has a step within one scrape interval.
-	valid := func(te time.Time) bool {
-		lo := te.Add(-window)
-		// rate() extrapolates a counter's window start no further than
-		// where it would reach zero; right after priming the counters are
-		// near zero and that cap differs by target. One chunk later the
-		// first value in the window is far above a second's increase.
-		if !lo.After(steps[1].to.Add(slop)) {
-			return false
-		}
-		// A step inside (lo, lo+scrape] lands before the first sample of
-		// some targets and after it for others; one inside (te-scrape, te]
-		// likewise for the last sample.
-		for _, s := range steps {
-			for _, edge := range []time.Time{lo.Add(scrapeEvery), te} {
-				if s.to.After(edge.Add(-scrapeEvery-slop)) && s.from.Before(edge.Add(slop)) {
-					return false
-				}
-			}
-		}
-		return true
-	}
+	valid := func(te time.Time) bool { return sameChunks(steps, te) }
 
 	// The rule expressions at instants whose window edges fall between
 	// steps: every target's window holds the same chunks.
@@ -289,6 +266,31 @@ func TestRulesAreShardSafe(t *testing.T) {
 			t.Errorf("%s: %d recorded evaluations with both setups, want at least 3", rec, evals)
 		}
 	}
+}
+
+// sameChunks reports whether an evaluation at te reads the same chunks on
+// every target: the window starts after the first chunk, and neither
+// window edge has a step within one scrape interval.
+func sameChunks(steps []step, te time.Time) bool {
+	lo := te.Add(-window)
+	// rate() extrapolates a counter's window start no further than
+	// where it would reach zero; right after priming the counters are
+	// near zero and that cap differs by target. One chunk later the
+	// first value in the window is far above a second's increase.
+	if !lo.After(steps[1].to.Add(slop)) {
+		return false
+	}
+	// A step inside (lo, lo+scrape] lands before the first sample of
+	// some targets and after it for others; one inside (te-scrape, te]
+	// likewise for the last sample.
+	for _, s := range steps {
+		for _, edge := range []time.Time{lo.Add(scrapeEvery), te} {
+			if s.to.After(edge.Add(-scrapeEvery-slop)) && s.from.Before(edge.Add(slop)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // compare checks that the samples hold, per label set but testid, one
