@@ -135,22 +135,7 @@ func TestRulesAreShardSafe(t *testing.T) {
 		}
 	}()
 
-	chunkDir, chunk := t.TempDir(), 0
-	replay := func(srv *exporter.Server, name string, lines [][]byte) {
-		if len(lines) == 0 {
-			return
-		}
-		chunk++
-		p := filepath.Join(chunkDir, fmt.Sprintf("%03d-%s", chunk, name))
-		if err := os.WriteFile(p, bytes.Join(append(lines, nil), []byte("\n")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		// A chunk of Metric lines alone holds no sample: ReplayFile says
-		// so, and the definitions are taken all the same.
-		if _, err := srv.ReplayFile(p); err != nil && !bytes.Contains(lines[0], []byte(`"type":"Metric"`)) {
-			t.Fatal(err)
-		}
-	}
+	replay := chunkReplayer(t)
 	var steps []step
 	feed := func(all [][]byte, halves [2][][]byte) {
 		s := step{from: time.Now()}
@@ -481,4 +466,26 @@ func split(t *testing.T, lines [][]byte, trends map[string]bool) (priming, rest 
 		rest.add(p.line, shard)
 	}
 	return priming, rest
+}
+
+// chunkReplayer returns a function that replays lines into an exporter
+// as one file of its own (named after name, numbered in order), as a
+// live follower would have read them.
+func chunkReplayer(t *testing.T) func(srv *exporter.Server, name string, lines [][]byte) {
+	chunkDir, chunk := t.TempDir(), 0
+	return func(srv *exporter.Server, name string, lines [][]byte) {
+		if len(lines) == 0 {
+			return
+		}
+		chunk++
+		p := filepath.Join(chunkDir, fmt.Sprintf("%03d-%s", chunk, name))
+		if err := os.WriteFile(p, bytes.Join(append(lines, nil), []byte("\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// A chunk of Metric lines alone holds no sample: ReplayFile says
+		// so, and the definitions are taken all the same.
+		if _, err := srv.ReplayFile(p); err != nil && !bytes.Contains(lines[0], []byte(`"type":"Metric"`)) {
+			t.Fatal(err)
+		}
+	}
 }

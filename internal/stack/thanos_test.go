@@ -265,20 +265,7 @@ func TestThanosScaleOut(t *testing.T) {
 	})
 
 	// Replay as TestRulesAreShardSafe does, the regressed run beside it.
-	chunkDir, chunk := t.TempDir(), 0
-	replay := func(srv *exporter.Server, name string, lines [][]byte) {
-		if len(lines) == 0 {
-			return
-		}
-		chunk++
-		p := filepath.Join(chunkDir, fmt.Sprintf("%03d-%s", chunk, name))
-		if err := os.WriteFile(p, bytes.Join(append(lines, nil), []byte("\n")), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := srv.ReplayFile(p); err != nil && !bytes.Contains(lines[0], []byte(`"type":"Metric"`)) {
-			t.Fatal(err)
-		}
-	}
+	replay := chunkReplayer(t)
 	var steps []step
 	feed := func(all [][]byte, halves [2][][]byte, reg [][]byte) {
 		s := step{from: time.Now()}
