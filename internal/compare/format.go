@@ -217,6 +217,19 @@ func (f Figure) ratioChangeCell() string {
 	return f.cells()[2]
 }
 
+// ValueCells are the figure's baseline, candidate and change as compare's
+// tables show them, for a report that shows a figure in fewer columns:
+// for a figure judged by its ratio to the other endpoints, the change is
+// its own, then the judged ratio's.
+func (f Figure) ValueCells() (baseline, candidate, change string) {
+	c := f.cells()
+	change = f.ownChangeCell()
+	if r := f.ratioChangeCell(); r != "-" {
+		change += " (against the other endpoints " + r + ")"
+	}
+	return c[0], c[1], change
+}
+
 // ratioLevel is a ratio to the other endpoints, with four significant
 // digits: enough that the change between two of them reads to 0.1%.
 func ratioLevel(x float64) string { return fmt.Sprintf("%#.4g", x) }

@@ -308,31 +308,11 @@ func runVerdictsTable(run figures.Run, res *compare.Result) string {
 	}
 	b.WriteString("| Figure | Envelope | Candidate | Change | Verdict |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, f := range res.Figures {
-		base, cand, change := "-", "-", "-"
-		if f.Verdict != compare.NoData {
-			base, cand, change = figureValue(f, f.Baseline), figureValue(f, f.Candidate), fmt.Sprintf("%+.2f%%", f.ChangePct)
-			switch {
-			case f.Name == figures.ErrorRate:
-				change = fmt.Sprintf("%+.3f pp", f.ChangePct)
-			case f.Absolute != nil:
-				// Judged against the run's other endpoints: the row
-				// shows the endpoint's own change, then the judged one.
-				change = fmt.Sprintf("%+.2f%% (against the other endpoints %+.2f%%)", f.Absolute.ChangePct, f.ChangePct)
-			}
-		}
+		base, cand, change := f.ValueCells()
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", mdCell(f.Label()), base, cand, change, f.Verdict)
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// figureValue is a compared figure's value with its unit; the error
-// rate as a percentage.
-func figureValue(f compare.Figure, v float64) string {
-	if f.Name == figures.ErrorRate {
-		return failPct(v)
-	}
-	return envFig(v) + " " + f.Unit
 }
 
 // mdText escapes the characters Markdown would read as markup.
