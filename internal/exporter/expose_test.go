@@ -91,6 +91,25 @@ func heapPeak(f func()) (peak, live uint64) {
 	return top.Load() - min(live, top.Load()), live
 }
 
+// wideHistogramServer serves an exporter holding the widest histograms:
+// 4,000 OTLP delta histograms of 1,024 explicit bounds each, which fill
+// the native bucket budget. The caller stops it.
+func wideHistogramServer(t *testing.T) (*Server, *served) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DisableExporterMetrics = true
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := serveLoopback(t, s)
+	if err := pushDeltaHists(sv.Addr, 4000, 1024); err != nil {
+		sv.stop()
+		t.Fatal(err)
+	}
+	return s, sv
+}
+
 // One scrape of the widest histograms holds little beyond what the store
 // holds: 4,000 OTLP delta histograms with 1,024 explicit bounds each fill
 // the native bucket budget. A decoded copy of every series took 26 bytes
@@ -101,17 +120,8 @@ func TestScrapeOfWideHistogramsWithinBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pushes 4,000 histograms of 1,025 buckets")
 	}
-	cfg := DefaultConfig()
-	cfg.DisableExporterMetrics = true
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv := serveLoopback(t, s)
+	s, sv := wideHistogramServer(t)
 	defer sv.stop()
-	if err := pushDeltaHists(sv.Addr, 4000, 1024); err != nil {
-		t.Fatal(err)
-	}
 	buckets := s.st.native.used.Load()
 	if buckets < 4000*400 {
 		t.Fatalf("%d native buckets held, want at least 400 a histogram", buckets)
@@ -145,17 +155,8 @@ func TestScrapeSharesOTLPMemoryBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("pushes 4,000 histograms of 1,025 buckets")
 	}
-	cfg := DefaultConfig()
-	cfg.DisableExporterMetrics = true
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv := serveLoopback(t, s)
+	s, sv := wideHistogramServer(t)
 	defer sv.stop()
-	if err := pushDeltaHists(sv.Addr, 4000, 1024); err != nil {
-		t.Fatal(err)
-	}
 	const stalled, sent = 4, 15 << 20 // bytes each sends of a 16 MiB body
 	var conns []net.Conn
 	for range stalled {
@@ -169,7 +170,7 @@ func TestScrapeSharesOTLPMemoryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	budget := cfg.OTLPMemoryBudget
+	budget := DefaultConfig().OTLPMemoryBudget
 	waitFor(t, func() bool { return s.mem.Load() >= stalled*sent }, "the stalled bodies charged")
 	var peak atomic.Int64
 	stop := make(chan struct{})

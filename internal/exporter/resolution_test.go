@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/protobuf/proto"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/envelope-dev/envelope/internal/catalogue"
 	"github.com/envelope-dev/envelope/internal/fixtures"
 	"github.com/envelope-dev/envelope/internal/k6"
 	"github.com/envelope-dev/envelope/internal/otlp"
+	"github.com/envelope-dev/envelope/internal/otlp/otlptest"
 )
 
 // explicitStreamsByMetric reads the captured requests by hand: the
@@ -26,25 +26,15 @@ import (
 func explicitStreamsByMetric(t *testing.T, bodies [][]byte) map[string]int {
 	t.Helper()
 	streams := map[string]map[string]bool{}
-	for _, b := range bodies {
-		req := &colmetricpb.ExportMetricsServiceRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
-			t.Fatal(err)
-		}
-		for _, rm := range req.GetResourceMetrics() {
-			for _, sm := range rm.GetScopeMetrics() {
-				for _, m := range sm.GetMetrics() {
-					name := strings.TrimPrefix(m.GetName(), "k6_")
-					for _, dp := range m.GetHistogram().GetDataPoints() {
-						if streams[name] == nil {
-							streams[name] = map[string]bool{}
-						}
-						streams[name][protoString(t, dp.GetAttributes())] = true
-					}
-				}
+	otlptest.EachMetric(t, bodies, func(m *metricpb.Metric) {
+		name := strings.TrimPrefix(m.GetName(), "k6_")
+		for _, dp := range m.GetHistogram().GetDataPoints() {
+			if streams[name] == nil {
+				streams[name] = map[string]bool{}
 			}
+			streams[name][protoString(t, dp.GetAttributes())] = true
 		}
-	}
+	})
 	out := map[string]int{}
 	for name, s := range streams {
 		out[name] = len(s)
@@ -228,27 +218,17 @@ func newestPointTime(t *testing.T, path string) time.Time {
 func newestOTLPTime(t *testing.T, bodies [][]byte) time.Time {
 	t.Helper()
 	var newest uint64
-	for _, b := range bodies {
-		req := &colmetricpb.ExportMetricsServiceRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
-			t.Fatal(err)
+	otlptest.EachMetric(t, bodies, func(m *metricpb.Metric) {
+		for _, dp := range m.GetHistogram().GetDataPoints() {
+			newest = max(newest, dp.GetTimeUnixNano())
 		}
-		for _, rm := range req.GetResourceMetrics() {
-			for _, sm := range rm.GetScopeMetrics() {
-				for _, m := range sm.GetMetrics() {
-					for _, dp := range m.GetHistogram().GetDataPoints() {
-						newest = max(newest, dp.GetTimeUnixNano())
-					}
-					for _, dp := range m.GetSum().GetDataPoints() {
-						newest = max(newest, dp.GetTimeUnixNano())
-					}
-					for _, dp := range m.GetGauge().GetDataPoints() {
-						newest = max(newest, dp.GetTimeUnixNano())
-					}
-				}
-			}
+		for _, dp := range m.GetSum().GetDataPoints() {
+			newest = max(newest, dp.GetTimeUnixNano())
 		}
-	}
+		for _, dp := range m.GetGauge().GetDataPoints() {
+			newest = max(newest, dp.GetTimeUnixNano())
+		}
+	})
 	if newest == 0 {
 		t.Fatal("no data points")
 	}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/protobuf/proto"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 
 	"github.com/envelope-dev/envelope/internal/fixtures"
+	"github.com/envelope-dev/envelope/internal/otlp/otlptest"
 )
 
 // captureBodies reads a capture's export request bodies (gRPC bodies
@@ -42,22 +42,12 @@ func captureBodies(t *testing.T, pattern string) [][]byte {
 func explicitIdentities(t *testing.T, bodies [][]byte) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, b := range bodies {
-		req := &colmetricpb.ExportMetricsServiceRequest{}
-		if err := proto.Unmarshal(b, req); err != nil {
-			t.Fatal(err)
+	otlptest.EachMetric(t, bodies, func(m *metricpb.Metric) {
+		for _, dp := range m.GetHistogram().GetDataPoints() {
+			tags, _ := tagsOf(dp.GetAttributes())
+			out[identityString(strings.TrimPrefix(m.GetName(), "k6_"), tags)] = len(dp.GetExplicitBounds())
 		}
-		for _, rm := range req.GetResourceMetrics() {
-			for _, sm := range rm.GetScopeMetrics() {
-				for _, m := range sm.GetMetrics() {
-					for _, dp := range m.GetHistogram().GetDataPoints() {
-						tags, _ := tagsOf(dp.GetAttributes())
-						out[identityString(strings.TrimPrefix(m.GetName(), "k6_"), tags)] = len(dp.GetExplicitBounds())
-					}
-				}
-			}
-		}
-	}
+	})
 	return out
 }
 

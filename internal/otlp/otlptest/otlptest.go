@@ -1,5 +1,6 @@
 // Package otlptest holds what tests of the OTLP receiver and of the
-// exporter that serves it share.
+// exporter that serves it share: who is receiving, and a capture's
+// metrics read by hand.
 package otlptest
 
 import (
@@ -8,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // Receiving counts the goroutines reading an OTLP body: the requests
@@ -32,4 +37,23 @@ func Receiving(tb testing.TB) int {
 		total += k
 	}
 	return total
+}
+
+// EachMetric calls f with every metric of the export requests bodies
+// (OTLP protobuf), in order: for a test that reads a capture by hand.
+func EachMetric(tb testing.TB, bodies [][]byte, f func(*metricpb.Metric)) {
+	tb.Helper()
+	for _, b := range bodies {
+		req := &colmetricpb.ExportMetricsServiceRequest{}
+		if err := proto.Unmarshal(b, req); err != nil {
+			tb.Fatal(err)
+		}
+		for _, rm := range req.GetResourceMetrics() {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					f(m)
+				}
+			}
+		}
+	}
 }
